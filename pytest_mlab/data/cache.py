@@ -1,0 +1,93 @@
+"""Prepare a task's data variant once and keep it in the cache.
+
+Layout: ``<cache>/<task>/<variant>/public`` (files the agent sees, linked read-only into each
+workspace) and ``.../hidden`` (answers; only the grader gets this path). A lock file makes xdist
+workers that start the same task at once prepare it only once. The cache entry records the
+recipe's hash and every public file's size and mtime: a changed recipe, or a data file modified
+through a hard link by a previous run, makes it be prepared again.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_mlab.errors import DataError
+from pytest_mlab.spec.models import TaskSpec
+from pytest_mlab.task_code import call_task_function
+
+MANIFEST = "prepared.json"
+PREPARE_TIMEOUT = 3600.0
+
+
+@dataclass(frozen=True)
+class PreparedData:
+    public: Path
+    hidden: Path
+
+    def public_files(self) -> list[str]:
+        """Workspace-relative paths of the data files, sorted."""
+        return sorted(path.relative_to(self.public).as_posix()
+                      for path in self.public.rglob("*") if path.is_file())
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pytest-mlab"
+
+
+def prepare_data(task: TaskSpec, variant: str, cache_dir: Path, *, seed: int = 0) -> PreparedData:
+    entry = cache_dir / task.name / variant
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    recipe = task.data[variant].prepare
+    fingerprint = _recipe_fingerprint(task.assets / recipe.file, str(recipe), seed)
+    with open(entry.parent / f".{variant}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not _is_current(entry, fingerprint):
+            _prepare(task, variant, entry, fingerprint, seed)
+    return PreparedData(entry / "public", entry / "hidden")
+
+
+def _recipe_fingerprint(recipe_file: Path, ref: str, seed: int) -> str:
+    digest = hashlib.sha256(recipe_file.read_bytes())
+    digest.update(f"{ref}:{seed}".encode())
+    return digest.hexdigest()
+
+
+def _file_stamps(public: Path) -> dict[str, list[int]]:
+    return {path.relative_to(public).as_posix(): [path.stat().st_size, path.stat().st_mtime_ns]
+            for path in sorted(public.rglob("*")) if path.is_file()}
+
+
+def _is_current(entry: Path, fingerprint: str) -> bool:
+    try:
+        manifest = json.loads((entry / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return False
+    return manifest.get("fingerprint") == fingerprint and manifest.get("files") == _file_stamps(entry / "public")
+
+
+def _prepare(task: TaskSpec, variant: str, entry: Path, fingerprint: str, seed: int) -> None:
+    staging = entry.with_name(f".{variant}.staging")
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / "public").mkdir(parents=True)
+    (staging / "hidden").mkdir()
+    ref = task.data[variant].prepare
+    result = call_task_function(task.assets, ref, {"public": staging / "public", "hidden": staging / "hidden",
+                                                   "seed": seed}, timeout=PREPARE_TIMEOUT)
+    if result.error or result.invalid:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise DataError(f"preparing the '{variant}' data of task '{task.name}' with {ref} failed:\n"
+                        f"{result.error or result.invalid}")
+    for path in (staging / "public").rglob("*"):
+        if path.is_file():
+            path.chmod(0o444)
+    (staging / MANIFEST).write_text(json.dumps({"fingerprint": fingerprint,
+                                                 "files": _file_stamps(staging / "public")}, indent=1))
+    shutil.rmtree(entry, ignore_errors=True)
+    os.replace(staging, entry)

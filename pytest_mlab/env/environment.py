@@ -1,0 +1,174 @@
+"""The Environment: the only way an agent touches its workspace.
+
+Every call is checked against the agent's action list and the action's declared arguments, runs
+with the run's limits, and is recorded in the trace with a snapshot of the workspace. Anything the
+agent gets wrong comes back as an ``EnvError: ...`` observation; nothing it sends can crash the run.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import time
+from typing import Any, Callable
+
+from pytest_mlab.actions.registry import load_implementation
+from pytest_mlab.env.context import ActionContext, ReadOnlyRules
+from pytest_mlab.errors import EnvError
+from pytest_mlab.sandbox.base import Sandbox
+from pytest_mlab.spec.models import ActionSpec, ArgumentSpec, Limits
+from pytest_mlab.trace import SnapshotStore, TraceWriter
+
+# How a run ended, as results and the trace name it.
+FINAL_ANSWER = "final answer"
+STEP_LIMIT = "step limit"
+TIME_LIMIT = "timeout"
+CRASHED = "crashed"
+INTERRUPTED = "interrupted"
+NO_FINAL_ANSWER = "no final answer"
+
+
+class Environment:
+    def __init__(self, *, sandbox: Sandbox, actions: tuple[ActionSpec, ...], limits: Limits,
+                 read_only: ReadOnlyRules, trace: TraceWriter, snapshots: SnapshotStore,
+                 research_problem: str) -> None:
+        self.sandbox = sandbox
+        self.actions = {spec.name: spec for spec in actions}
+        self.limits = limits
+        self.read_only = read_only
+        self.trace = trace
+        self.snapshots = snapshots
+        self.research_problem = research_problem
+        self.steps = 0
+        self.end_reason: str | None = None
+        self.final_answer: str | None = None
+        self.last_snapshot: str | None = None
+        self.started = time.monotonic()
+        self._implementations: dict[str, Callable[..., str]] = {}
+        self._backups: dict[str, list[bytes | None]] = {}
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def done(self) -> bool:
+        return self.end_reason is not None
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def remaining_time(self) -> float:
+        return max(0.0, self.limits.max_time - self.elapsed)
+
+    # ------------------------------------------------------------------ stepping
+
+    def step(self, action: str, arguments: dict[str, Any] | None = None) -> str:
+        """Carry out one action and return its observation."""
+        if self.done:
+            return f"EnvError: the run has ended ({self.end_reason}); no more actions are accepted"
+        started_wall, started = time.time(), time.monotonic()
+        context = ActionContext(self.sandbox, self.limits, self.read_only, self.remaining_time(),
+                                backups=self._backups)
+        is_error = False
+        try:
+            spec = self._spec(action)
+            values = self._arguments(spec, arguments)
+            observation = self._implementation(spec)(context, **values)
+            if spec.ends_run:
+                self.final_answer = str(next(iter(values.values()), ""))
+                self.end_reason = FINAL_ANSWER
+        except EnvError as exc:
+            observation, is_error = f"EnvError: {exc}", True
+        self.steps += 1
+        if not self.done:
+            if self.steps >= self.limits.max_steps:
+                self.end_reason = STEP_LIMIT
+            elif self.elapsed >= self.limits.max_time:
+                self.end_reason = TIME_LIMIT
+        self.last_snapshot = self._snapshot()
+        self.trace.write({"type": "step", "step": self.steps, "action": action, "arguments": arguments,
+                          "observation": observation, "error": is_error, "started": started_wall,
+                          "duration": round(time.monotonic() - started, 6), "low_level": context.low_level,
+                          "snapshot": self.last_snapshot, "ended": self.end_reason})
+        return observation
+
+    def end(self, reason: str, detail: str | None = None) -> None:
+        """Stop the run from outside (crash, Ctrl-C); the first reason recorded wins."""
+        if self.end_reason is None:
+            self.end_reason = reason
+        self.trace.write({"type": "ended", "reason": self.end_reason, "detail": detail, "steps": self.steps})
+
+    def final_snapshot(self) -> str:
+        """The workspace as it is now, after anything a dying run left behind."""
+        self.last_snapshot = self._snapshot()
+        return self.last_snapshot
+
+    # ------------------------------------------------------------------ helpers
+
+    def _snapshot(self) -> str:
+        self.sandbox.sync_out()
+        return self.snapshots.snapshot(self.sandbox.workspace, link_paths=self.read_only.files).id
+
+    def _spec(self, action: str) -> ActionSpec:
+        if not isinstance(action, str) or action not in self.actions:
+            names = list(self.actions)
+            guess = difflib.get_close_matches(str(action), names, n=1)
+            hint = f" Did you mean '{guess[0]}'?" if guess else ""
+            raise EnvError(f"invalid action {action!r}.{hint} Available actions: {', '.join(names)}")
+        return self.actions[action]
+
+    def _implementation(self, spec: ActionSpec) -> Callable[..., str]:
+        if spec.name not in self._implementations:
+            self._implementations[spec.name] = load_implementation(spec)
+        return self._implementations[spec.name]
+
+    def _arguments(self, spec: ActionSpec, arguments: dict[str, Any] | None) -> dict[str, Any]:
+        arguments = {} if arguments is None else arguments
+        if not isinstance(arguments, dict):
+            raise EnvError(f"the input of {spec.name} must be a JSON object like {usage(spec)}")
+        known = {arg.name: arg for arg in spec.arguments}
+        unknown = [key for key in arguments if key not in known]
+        if unknown:
+            raise EnvError(f"{spec.name} has no argument '{unknown[0]}'; use {usage(spec)}")
+        values = {}
+        for arg in spec.arguments:
+            if arg.name in arguments:
+                values[arg.name] = _coerce(spec, arg, arguments[arg.name])
+            elif arg.required:
+                raise EnvError(f"{spec.name} needs the argument '{arg.name}' ({arg.description}); use {usage(spec)}")
+            else:
+                values[arg.name] = arg.default
+        return values
+
+
+def usage(spec: ActionSpec) -> str:
+    """The JSON template an agent should send, e.g. ``{"script_name": "[a valid python script name]"}``."""
+    return json.dumps({arg.name: f"[{arg.description}]" for arg in spec.arguments})
+
+
+def _coerce(spec: ActionSpec, arg: ArgumentSpec, value: Any) -> Any:
+    """Accept what LLMs typically send: numbers as strings, integers as floats like 5.0."""
+    try:
+        if arg.type == "string":
+            if isinstance(value, (dict, list)):
+                raise ValueError
+            return value if isinstance(value, str) else str(value)
+        if arg.type == "integer":
+            if isinstance(value, bool):
+                raise ValueError
+            number = float(value)
+            if number != int(number):
+                raise ValueError
+            return int(number)
+        if arg.type == "number":
+            return float(value)
+        if arg.type == "boolean":
+            if isinstance(value, bool):
+                return value
+            if str(value).lower() in ("true", "false"):
+                return str(value).lower() == "true"
+            raise ValueError
+    except (TypeError, ValueError):
+        pass
+    raise EnvError(f"{spec.name}: argument '{arg.name}' must be {'an' if arg.type == 'integer' else 'a'} "
+                   f"{arg.type}, got {value!r}")

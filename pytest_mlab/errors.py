@@ -1,0 +1,56 @@
+"""The project's exception types; every message is written for the person who must act on it."""
+
+from __future__ import annotations
+
+
+class MlabError(Exception):
+    """Base of every error pytest-mlab raises on purpose."""
+
+
+class SpecError(MlabError):
+    """A spec file is invalid. Rendered as ``path:line: json.path: message`` without a traceback."""
+
+    def __init__(self, path: str, line: int | None, where: str, message: str,
+                 others: "list[SpecError] | None" = None) -> None:
+        self.path = str(path)
+        self.line = line
+        self.where = where
+        self.message = message
+        self.others = list(others or [])
+        super().__init__(self.render())
+
+    def render_one(self) -> str:
+        location = self.path if self.line is None else f"{self.path}:{self.line}"
+        return f"{location}: {self.where}: {self.message}" if self.where else f"{location}: {self.message}"
+
+    def render(self) -> str:
+        """All problems found in the file, one per line, the first one first."""
+        return "\n".join([self.render_one()] + [other.render_one() for other in self.others])
+
+
+class UsageError(MlabError):
+    """A command-line option or ini setting has a value we cannot use."""
+
+
+class EnvError(MlabError):
+    """An action call the agent made cannot be carried out; becomes an ``EnvError: ...`` observation."""
+
+
+class SandboxError(MlabError):
+    """The sandbox itself failed (not the agent's code); the run is recorded as crashed."""
+
+
+class DataError(MlabError):
+    """A task's data could not be prepared."""
+
+
+class GradingError(MlabError):
+    """The grader could not be run at all (as opposed to rejecting a submission)."""
+
+
+class InvalidSubmission(MlabError):
+    """Raised by a task's grader when the submission cannot be scored; the message says why."""
+
+
+class TraceError(MlabError):
+    """A trace or snapshot store is unreadable or corrupt, or a snapshot id is unknown."""

@@ -1,0 +1,56 @@
+"""Judge a graded run: improvement over the baseline in the metric's direction, success, failure category."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pytest_mlab.grading.grader import Grade
+from pytest_mlab.spec.models import TaskSpec
+
+
+@dataclass(frozen=True)
+class Verdict:
+    passed: bool
+    success: bool
+    improvement: float | None
+    message: str
+    failure: str | None  # failure category; None when the run succeeded at what it was expected to do
+
+
+def improvement(score: float, baseline: float, higher_is_better: bool) -> float:
+    """(score - baseline) / |baseline|, sign flipped for lower-is-better metrics (the paper's rule)."""
+    if baseline == 0:
+        return float("inf") if (score > 0) == higher_is_better and score != 0 else 0.0
+    change = (score - baseline) / abs(baseline)
+    return change if higher_is_better else -change
+
+
+def judge(task: TaskSpec, baseline: float | None, grade: Grade, end_reason: str, expect: str) -> Verdict:
+    """The item's assertion. ``expect='baseline'``: the submission reproduces the recorded baseline;
+    ``expect='success'``: it beats the baseline by more than the task's threshold."""
+    metric = task.metric
+    if end_reason in ("crashed", "interrupted"):
+        return Verdict(False, False, None, f"the run {end_reason} (see the trace)", end_reason)
+    if not grade.valid:
+        return Verdict(False, False, None, f"invalid submission: {grade.invalid_reason}", "invalid submission")
+    score = grade.score
+    unit = f" {metric.unit}" if metric.unit else ""
+    if baseline is None:
+        return Verdict(False, False, None,
+                       f"{metric.name} {score:.4g}{unit}, but the task records no baseline for this data variant; "
+                       f"add it under 'baseline:' in {task.source}", "no baseline")
+    gain = improvement(score, baseline, metric.higher_is_better)
+    head = f"{metric.name} {score:.4g}{unit} vs baseline {baseline:.4g}{unit}: {gain:+.1%}"
+    success = gain > task.success_improvement
+    if expect == "baseline":
+        deviation = abs(score - baseline) / abs(baseline) if baseline else abs(score)
+        passed = deviation <= task.baseline_tolerance
+        message = f"{head}, the baseline must be reproduced within ±{task.baseline_tolerance:.0%}"
+        return Verdict(passed, success, gain, message, None if passed else "baseline mismatch")
+    message = f"{head}, needs > {task.success_improvement:+.0%}"
+    if success:
+        return Verdict(True, True, gain, message, None)
+    failure = {"step limit": "step limit", "timeout": "timeout"}.get(end_reason, "below threshold")
+    if end_reason == "no final answer":
+        failure = "no final answer"
+    return Verdict(False, False, gain, message, failure)

@@ -1,0 +1,99 @@
+"""Command-line options and ini settings, turned into validated :class:`Settings`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_mlab.data import default_cache_dir
+from pytest_mlab.errors import UsageError
+from pytest_mlab.sandbox import SANDBOX_KINDS
+from pytest_mlab.spec.plan import Settings
+from pytest_mlab.spec.units import parse_duration
+
+# option name, ini name, help, default
+OPTIONS = (
+    ("--agent", "mlab_agent", "agents to run, comma-separated names from agents/ (default: the agents marked default: true)", None),
+    ("--llm", "mlab_llm", "main LLM for LLM-driven agents, any litellm model string (default: the agent's own)", None),
+    ("--seeds", "mlab_seeds", "runs per (task, agent), seeds 0..N-1 (default: 1)", "1"),
+    ("--max-steps", "mlab_max_steps", "override every task's step limit", None),
+    ("--max-time", "mlab_max_time", "override every task's time limit per run, e.g. 30m or 2h", None),
+    ("--sandbox", "mlab_sandbox", f"where actions run: {', '.join(SANDBOX_KINDS)} (default: local)", "local"),
+    ("--mlab-out", "mlab_out", "folder for results.json, results.csv and runs/ (default: mlab-results)", "mlab-results"),
+    ("--mlab-data", "mlab_data", "data variant to run: mini (offline, generated here) or full (default: mini)", "mini"),
+    ("--mlab-cache", "mlab_cache", f"folder for prepared data and hidden answers (default: {default_cache_dir()})", None),
+)
+PATH_SETTINGS = (
+    ("mlab_actions_dir", "folder of Action specs, relative to the rootdir", "specs/actions"),
+    ("mlab_agents_dir", "folder of Agent specs, relative to the rootdir", "agents"),
+    ("mlab_tasks_dir", "folder of Task specs that 'extends:' may name, relative to the rootdir", "specs/tasks"),
+)
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mlab", "pytest-mlab: benchmark ML research agents")
+    for flag, ini, help_text, _default in OPTIONS:
+        group.addoption(flag, dest=ini, default=None, help=help_text)
+        parser.addini(ini, help=help_text, default=None)
+    for ini, help_text, default in PATH_SETTINGS:
+        parser.addini(ini, help=help_text, default=default)
+
+
+def _value(config: pytest.Config, ini: str, default: str | None) -> tuple[str | None, str]:
+    """The effective value and where it came from, for error messages."""
+    flag = next(flag for flag, name, _h, _d in OPTIONS if name == ini)
+    cli = config.getoption(ini)
+    if cli is not None:
+        return cli, flag
+    configured = config.getini(ini)
+    if configured:
+        return str(configured).strip(), f"ini setting {ini}"
+    return default, flag
+
+
+def read_settings(config: pytest.Config) -> Settings:
+    values = {ini: _value(config, ini, default) for _flag, ini, _h, default in OPTIONS}
+
+    def number(ini: str, minimum: int) -> int | None:
+        text, source = values[ini]
+        if text is None:
+            return None
+        try:
+            number = int(text)
+        except ValueError:
+            raise UsageError(f"{source}={text}: expected a whole number") from None
+        if number < minimum:
+            raise UsageError(f"{source}={text}: must be at least {minimum}")
+        return number
+
+    sandbox, source = values["mlab_sandbox"]
+    if sandbox not in SANDBOX_KINDS:
+        raise UsageError(f"{source}={sandbox}: unknown sandbox; choose one of: {', '.join(SANDBOX_KINDS)}")
+    max_time_text, source = values["mlab_max_time"]
+    max_time = None
+    if max_time_text is not None:
+        try:
+            max_time = parse_duration(max_time_text)
+        except ValueError as exc:
+            raise UsageError(f"{source}: {exc}") from None
+    variant, source = values["mlab_data"]
+    if not variant or not variant.replace("-", "").isalnum():
+        raise UsageError(f"{source}={variant}: expected a data variant name such as mini or full")
+    agents_text, source = values["mlab_agent"]
+    agents = tuple(name.strip() for name in (agents_text or "").split(",") if name.strip())
+    if agents_text is not None and not agents:
+        raise UsageError(f"{source} is empty; name at least one agent, e.g. --agent=baseline")
+    out = Path(values["mlab_out"][0]).expanduser()
+    cache_text = values["mlab_cache"][0]
+    return Settings(
+        agents=agents, llm=values["mlab_llm"][0], seeds=number("mlab_seeds", 1) or 1, variant=variant,
+        sandbox=sandbox, out_dir=(Path(config.invocation_params.dir) / out).resolve(),
+        cache_dir=(Path(config.invocation_params.dir) / Path(cache_text).expanduser()).resolve()
+        if cache_text else default_cache_dir(),
+        max_steps=number("mlab_max_steps", 1), max_time=max_time,
+    )
+
+
+def spec_folder(config: pytest.Config, ini: str) -> Path:
+    return (config.rootpath / str(config.getini(ini))).resolve()

@@ -1,0 +1,139 @@
+"""pytest hooks only: options, collection of Task specs into items, result reporting."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from pytest_mlab.errors import MlabError, SpecError, UsageError
+from pytest_mlab.options import add_options, read_settings, spec_folder
+from pytest_mlab.results.record import RESULT_PROPERTY, RunResult
+from pytest_mlab.spec.library import SPEC_SUFFIXES
+from pytest_mlab.spec.plan import RunPlan, Settings, compile_plans, unmet_requirement
+from pytest_mlab.spec.project import Project
+
+SETTINGS = pytest.StashKey[Settings]()
+PROJECT = pytest.StashKey[Project]()
+_TASK_KIND = re.compile(r"^kind:\s*['\"]?Task['\"]?\s*(#.*)?$", re.MULTILINE)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "mlab: a pytest-mlab run of an agent on a task")
+    try:
+        settings = read_settings(config)
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    project = Project(config.rootpath, spec_folder(config, "mlab_actions_dir"),
+                      spec_folder(config, "mlab_agents_dir"), spec_folder(config, "mlab_tasks_dir"))
+    for name in settings.agents:
+        try:
+            project.agent(name, wanted_by=("--agent", None, ""))
+        except SpecError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    config.stash[SETTINGS] = settings
+    config.stash[PROJECT] = project
+    if not hasattr(config, "workerinput"):
+        from pytest_mlab.results.collector import ResultsReporter
+
+        config.pluginmanager.register(ResultsReporter(config, settings), "mlab-results")
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector):
+    if file_path.suffix not in SPEC_SUFFIXES:
+        return None
+    if file_path.parent.name == "tasks" or _TASK_KIND.search(_head(file_path)):
+        return TaskFile.from_parent(parent, path=file_path)
+    return None
+
+
+def _head(path: Path) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read(65536)
+    except OSError:
+        return ""
+
+
+class TaskFile(pytest.File):
+    """One Task spec: yields an item per (agent, seed) for the session's data variant."""
+
+    def collect(self):
+        config = self.config
+        settings, project = config.stash[SETTINGS], config.stash[PROJECT]
+        task = project.task_from_file(self.path)
+        names = list(settings.agents) or project.default_agents()
+        if not names:
+            raise SpecError(task.source, task.line, "", f"no agent to run: pass --agent=NAME, or mark an agent in "
+                                                        f"{spec_folder(config, 'mlab_agents_dir')} with 'default: true'")
+        agents = []
+        for name in names:
+            agent = project.agent(name, wanted_by=("--agent", None, ""))
+            agents.append((agent, project.agent_actions(agent)))
+        skip_reason = unmet_requirement(task, settings.variant)
+        _register_tags(config, task.tags)
+        for plan in compile_plans(task, agents, settings):
+            item = MlabItem.from_parent(self, name=plan.run_id, plan=plan)
+            for tag in task.tags:
+                item.add_marker(tag)
+            item.add_marker("mlab")
+            if skip_reason:
+                item.add_marker(pytest.mark.skip(reason=skip_reason))
+            yield item
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, MlabError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+
+def _register_tags(config: pytest.Config, tags: tuple[str, ...]) -> None:
+    """Task tags are markers; registering them keeps ``--strict-markers`` users working."""
+    known = {line.split(":")[0].strip() for line in config.getini("markers")}
+    for tag in tags:
+        if tag not in known:
+            config.addinivalue_line("markers", f"{tag}: task tag from a pytest-mlab Task spec")
+
+
+class RunFailed(Exception):
+    """The run did not meet its assertion; the message is the whole story, no traceback needed."""
+
+
+class MlabItem(pytest.Item):
+    def __init__(self, *, plan: RunPlan, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.plan = plan
+
+    def runtest(self) -> None:
+        from pytest_mlab.runner import crashed_result, execute
+
+        try:
+            result = execute(self.plan, self.nodeid)
+        except MlabError as exc:
+            result = crashed_result(self.plan, self.nodeid, str(exc))
+        self.user_properties.append((RESULT_PROPERTY, result.to_dict()))
+        if result.trace:
+            self.user_properties.append(("mlab_trace", result.trace))
+        if not result.passed:
+            where = f"\ntrace: {Path(result.trace).resolve()}" if result.trace else ""
+            raise RunFailed(f"{result.message}{where}")
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, (RunFailed, MlabError)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, self.plan.task.line - 1, self.name
+
+
+def result_from_report(report: pytest.TestReport) -> RunResult | None:
+    for name, value in getattr(report, "user_properties", ()):
+        if name == RESULT_PROPERTY:
+            return RunResult.from_dict(value)
+    return None

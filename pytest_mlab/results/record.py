@@ -1,0 +1,47 @@
+"""One run's result as plain data: it travels from xdist workers to the controller on the report."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+RESULT_PROPERTY = "mlab_result"
+
+
+@dataclass
+class RunResult:
+    nodeid: str
+    run_id: str
+    task: str
+    agent: str
+    llm: str | None
+    seed: int
+    variant: str
+    sandbox: str
+    metric: str
+    direction: str
+    expect: str
+    passed: bool
+    score: float | None
+    baseline: float | None
+    improvement: float | None
+    success: bool
+    valid: bool
+    invalid_reason: str | None
+    end_reason: str
+    failure: str | None
+    message: str
+    steps: int
+    wall_time: float
+    tokens: int = 0
+    cost: float = 0.0
+    run_dir: str | None = None
+    trace: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunResult":
+        names = {field.name for field in fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in names})

@@ -1,0 +1,88 @@
+"""Carry out one run plan: data -> sandbox -> environment -> agent -> trace -> grade -> result.
+
+Whatever happens to the agent (crash, time-out, Ctrl-C), the trace is closed with how the run
+ended and the final workspace is snapshotted and graded.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+import traceback
+from pathlib import Path
+
+from pytest_mlab.agents import load_agent
+from pytest_mlab.data import prepare_data
+from pytest_mlab.env import Environment, ReadOnlyRules
+from pytest_mlab.env import environment as ends
+from pytest_mlab.grading.grader import grade_snapshot
+from pytest_mlab.grading.verdict import judge
+from pytest_mlab.results.record import RunResult
+from pytest_mlab.sandbox import open_sandbox
+from pytest_mlab.spec.plan import RunPlan
+from pytest_mlab.trace import SnapshotStore, TraceWriter
+
+
+def execute(plan: RunPlan, nodeid: str) -> RunResult:
+    started = time.monotonic()
+    data = prepare_data(plan.task, plan.variant, plan.cache_dir)
+    run_dir = plan.run_dir
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir(parents=True)
+    trace_path = run_dir / "trace.jsonl"
+    data_files = data.public_files()
+    read_only = ReadOnlyRules(frozenset(data_files), plan.task.read_only)
+    with TraceWriter(trace_path) as trace, open_sandbox(plan.sandbox) as sandbox:
+        trace.write({"type": "run", "run_id": plan.run_id, "nodeid": nodeid, "task": plan.task.name,
+                     "agent": plan.agent.name, "llm": plan.llm, "seed": plan.seed, "variant": plan.variant,
+                     "sandbox": sandbox.name, "limits": vars(plan.limits), "actions": [a.name for a in plan.actions],
+                     "data_files": data_files})
+        _populate(sandbox, plan, data.public, data_files)
+        snapshots = SnapshotStore(run_dir / "snapshots")
+        env = Environment(sandbox=sandbox, actions=plan.actions, limits=plan.limits, read_only=read_only,
+                          trace=trace, snapshots=snapshots, research_problem=plan.task.description)
+        interrupted = False
+        try:
+            load_agent(plan).run(env)
+            if not env.done:
+                env.end(ends.NO_FINAL_ANSWER)
+        except KeyboardInterrupt:
+            interrupted = True
+            env.end(ends.INTERRUPTED, "Ctrl-C")
+        except Exception as exc:  # an agent bug must still leave a graded, readable run
+            env.end(ends.CRASHED, "".join(traceback.format_exception(exc))[-4000:])
+        final = env.final_snapshot()
+        grade = grade_snapshot(plan.task, snapshots, final, data.hidden)
+        verdict = judge(plan.task, plan.baseline, grade, env.end_reason, plan.agent.expect)
+        result = RunResult(
+            nodeid=nodeid, run_id=plan.run_id, task=plan.task.name, agent=plan.agent.name, llm=plan.llm,
+            seed=plan.seed, variant=plan.variant, sandbox=sandbox.name, metric=plan.task.metric.name,
+            direction=plan.task.metric.direction, expect=plan.agent.expect, passed=verdict.passed,
+            score=grade.score, baseline=plan.baseline, improvement=verdict.improvement, success=verdict.success,
+            valid=grade.valid, invalid_reason=grade.invalid_reason, end_reason=env.end_reason,
+            failure=verdict.failure, message=verdict.message, steps=env.steps,
+            wall_time=round(time.monotonic() - started, 3), run_dir=str(run_dir), trace=str(trace_path))
+        trace.write({"type": "result", "snapshot": final, **result.to_dict()})
+    if interrupted:
+        raise KeyboardInterrupt
+    return result
+
+
+def _populate(sandbox, plan: RunPlan, public: Path, data_files: list[str]) -> None:
+    """Starter files are copied (the agent edits them); data files are linked (read-only, maybe large)."""
+    env_dir = plan.task.env_dir
+    if env_dir.is_dir():
+        for path in sorted(p for p in env_dir.rglob("*") if p.is_file()):
+            sandbox.copy_in(path, path.relative_to(env_dir).as_posix())
+    for relative in data_files:
+        sandbox.copy_in(public / relative, relative, link=True)
+
+
+def crashed_result(plan: RunPlan, nodeid: str, message: str) -> RunResult:
+    """A row for a run the harness could not carry out (data preparation or the sandbox failed)."""
+    return RunResult(
+        nodeid=nodeid, run_id=plan.run_id, task=plan.task.name, agent=plan.agent.name, llm=plan.llm,
+        seed=plan.seed, variant=plan.variant, sandbox=plan.sandbox, metric=plan.task.metric.name,
+        direction=plan.task.metric.direction, expect=plan.agent.expect, passed=False, score=None,
+        baseline=plan.baseline, improvement=None, success=False, valid=False, invalid_reason=None,
+        end_reason=ends.CRASHED, failure=ends.CRASHED, message=message, steps=0, wall_time=0.0)

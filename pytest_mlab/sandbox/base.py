@@ -1,0 +1,95 @@
+"""The one sandbox interface every backend (local, docker, bwrap) implements."""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What a command run in the sandbox produced. Output is already capped."""
+
+    returncode: int | None  # None when the command was killed for running too long
+    stdout: str
+    stderr: str
+    timed_out: bool
+    duration: float  # seconds
+    truncated_bytes: int = 0  # bytes of output dropped by the cap (stdout + stderr)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One directory entry as ``list`` reports it."""
+
+    name: str
+    is_dir: bool
+    size: int
+
+
+class Sandbox(abc.ABC):
+    """A workspace plus a place to run commands in it.
+
+    All ``path`` arguments are workspace-relative strings as an agent wrote them; every backend
+    checks them with :func:`pytest_mlab.sandbox.paths.resolve_in_workspace` and raises
+    :class:`pytest_mlab.errors.EnvError` for anything that leaves the workspace.
+    """
+
+    name: str = "abstract"
+    python: str = "python"  # the interpreter Execute Script uses inside this sandbox
+
+    @property
+    @abc.abstractmethod
+    def workspace(self) -> Path:
+        """A host directory mirroring the workspace (for snapshots); up to date after ``sync_out``."""
+
+    @abc.abstractmethod
+    def exec(
+        self,
+        argv: list[str],
+        *,
+        timeout: float,
+        output_limit: int,
+        env: dict[str, str] | None = None,
+        stdin: str | None = None,
+    ) -> ExecResult:
+        """Run ``argv`` with the workspace as working directory; kill its whole process tree on
+        timeout and after it exits; never pass the harness's environment through unfiltered."""
+
+    @abc.abstractmethod
+    def read(self, path: str) -> bytes: ...
+
+    @abc.abstractmethod
+    def write(self, path: str, data: bytes, *, append: bool = False) -> None: ...
+
+    @abc.abstractmethod
+    def list(self, path: str) -> list[Entry]: ...
+
+    @abc.abstractmethod
+    def exists(self, path: str) -> bool: ...
+
+    @abc.abstractmethod
+    def copy(self, source: str, destination: str) -> None:
+        """Copy a file inside the workspace."""
+
+    @abc.abstractmethod
+    def copy_in(self, host_path: Path, path: str, *, link: bool = False) -> None:
+        """Put a host file or directory into the workspace. ``link=True`` may hard-link large
+        read-only data instead of copying it."""
+
+    @abc.abstractmethod
+    def copy_out(self, path: str, host_path: Path) -> None: ...
+
+    def sync_out(self) -> None:
+        """Bring ``workspace`` up to date with the sandbox (no-op where they are the same)."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Kill everything still running and release the workspace. Idempotent."""
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

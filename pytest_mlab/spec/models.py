@@ -1,0 +1,140 @@
+"""Typed, validated views of the three spec kinds. Built only by :mod:`pytest_mlab.spec.library`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_MAX_STEPS = 50
+DEFAULT_MAX_TIME = 5 * 3600.0
+DEFAULT_EXECUTE_TIMEOUT = 30 * 60.0
+DEFAULT_OUTPUT_LIMIT = 1024 * 1024
+DEFAULT_SUCCESS_IMPROVEMENT = 0.10
+DEFAULT_BASELINE_TOLERANCE = 0.05
+
+
+@dataclass(frozen=True)
+class FunctionRef:
+    """``grader.py:score``: a function in a file of the task's assets folder."""
+
+    file: str
+    function: str
+
+    @classmethod
+    def parse(cls, text: str) -> "FunctionRef":
+        file, _, function = text.partition(":")
+        return cls(file, function)
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.function}"
+
+
+@dataclass(frozen=True)
+class Requirements:
+    packages: tuple[str, ...] = ()
+    gpu: bool = False
+    network: bool = False
+    env: tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> "Requirements":
+        data = data or {}
+        return cls(tuple(data.get("packages", ())), bool(data.get("gpu", False)),
+                   bool(data.get("network", False)), tuple(data.get("env", ())))
+
+    def merged(self, other: "Requirements") -> "Requirements":
+        return Requirements(tuple(dict.fromkeys(self.packages + other.packages)), self.gpu or other.gpu,
+                            self.network or other.network, tuple(dict.fromkeys(self.env + other.env)))
+
+
+@dataclass(frozen=True)
+class DataVariant:
+    name: str
+    prepare: FunctionRef
+    requires: Requirements = Requirements()
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    direction: str  # "maximize" | "minimize"
+    grader: FunctionRef
+    submission: str | None = None
+    unit: str = ""
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.direction == "maximize"
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_steps: int = DEFAULT_MAX_STEPS
+    max_time: float = DEFAULT_MAX_TIME  # seconds for the whole run
+    execute_timeout: float = DEFAULT_EXECUTE_TIMEOUT  # seconds per executed script
+    output_limit: int = DEFAULT_OUTPUT_LIMIT  # bytes of script output kept
+    memory: int | None = None  # bytes; enforced by isolating sandboxes
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    name: str
+    description: str
+    source: str  # file as shown in messages
+    line: int
+    assets: Path
+    metric: Metric
+    data: dict[str, DataVariant]
+    starter: str = "train.py"
+    tags: tuple[str, ...] = ()
+    read_only: tuple[str, ...] = ()
+    baseline: dict[str, float] = field(default_factory=dict)
+    baseline_tolerance: float = DEFAULT_BASELINE_TOLERANCE
+    success_improvement: float = DEFAULT_SUCCESS_IMPROVEMENT
+    limits: Limits = Limits()
+    requires: Requirements = Requirements()
+    reference_script: str | None = None
+    reference_files: str = "reference"
+
+    @property
+    def env_dir(self) -> Path:
+        return self.assets / "env"
+
+
+@dataclass(frozen=True)
+class ArgumentSpec:
+    name: str
+    type: str
+    description: str
+    default: Any = None
+    required: bool = True
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    name: str
+    description: str
+    arguments: tuple[ArgumentSpec, ...]
+    returns: str
+    implementation: str
+    source: str
+    primitive: bool = True
+    ends_run: bool = False
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    name: str
+    implementation: str
+    actions: tuple[str, ...]
+    source: str
+    description: str = ""
+    llm: dict[str, str] = field(default_factory=dict)
+    expect: str = "success"  # "success" | "baseline"
+    default: bool = False
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def uses_llm(self) -> bool:
+        return bool(self.llm)

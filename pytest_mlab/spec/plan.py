@@ -1,0 +1,109 @@
+"""Compile a Task spec and the session's settings into run plans: one per pytest item."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from pytest_mlab.spec import models
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The session's choices, from command-line options and ini settings."""
+
+    agents: tuple[str, ...]
+    llm: str | None
+    seeds: int
+    variant: str
+    sandbox: str
+    out_dir: Path
+    cache_dir: Path
+    max_steps: int | None = None
+    max_time: float | None = None
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Everything one run needs; built on every xdist worker identically from the same inputs."""
+
+    task: models.TaskSpec
+    agent: models.AgentSpec
+    actions: tuple[models.ActionSpec, ...]
+    seed: int
+    variant: str
+    llm: str | None
+    limits: models.Limits
+    sandbox: str
+    out_dir: Path
+    cache_dir: Path
+
+    @property
+    def param_id(self) -> str:
+        """``mini-baseline-s0``; an LLM-driven agent adds its model: ``mini-research-gpt-4-s0``."""
+        parts = [self.variant, self.agent.name]
+        if self.llm:
+            parts.append(self.llm)
+        parts.append(f"s{self.seed}")
+        return "-".join(_id_safe(part) for part in parts)
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.task.name}[{self.param_id}]"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.out_dir / "runs" / f"{self.task.name}-{self.param_id}"
+
+    @property
+    def baseline(self) -> float | None:
+        return self.task.baseline.get(self.variant)
+
+
+def _id_safe(text: str) -> str:
+    """Model names like ``openai/gpt-4`` or ``scripted:demo.yaml`` become id-friendly."""
+    return re.sub(r"[^A-Za-z0-9._]+", "_", text).strip("_")
+
+
+def compile_plans(task: models.TaskSpec, agents: list[tuple[models.AgentSpec, tuple[models.ActionSpec, ...]]],
+                  settings: Settings) -> list[RunPlan]:
+    """Task x agent x seed for the session's data variant, in a stable order."""
+    limits = task.limits
+    if settings.max_steps is not None:
+        limits = replace(limits, max_steps=settings.max_steps)
+    if settings.max_time is not None:
+        limits = replace(limits, max_time=settings.max_time)
+    plans = []
+    for agent, actions in agents:
+        llm = (settings.llm or agent.llm.get("main")) if agent.uses_llm else None
+        for seed in range(settings.seeds):
+            plans.append(RunPlan(task=task, agent=agent, actions=actions, seed=seed, variant=settings.variant,
+                                 llm=llm, limits=limits, sandbox=settings.sandbox, out_dir=settings.out_dir,
+                                 cache_dir=settings.cache_dir))
+    return plans
+
+
+def unmet_requirement(task: models.TaskSpec, variant: str) -> str | None:
+    """Why this task cannot run here, naming what fixes it; None when it can."""
+    if variant not in task.data:
+        return (f"task '{task.name}' has no '{variant}' data variant (it has: {', '.join(task.data)}); "
+                f"run with --mlab-data={next(iter(task.data))}")
+    needs = task.requires.merged(task.data[variant].requires)
+    missing = [name for name in needs.packages if importlib.util.find_spec(name) is None]
+    if missing:
+        return f"needs the Python packages {', '.join(missing)}: pip install -e \".[smoke]\" (or install them yourself)"
+    unset = [name for name in needs.env if not os.environ.get(name)]
+    if unset:
+        return f"needs the environment variables {', '.join(unset)}: export {unset[0]}=..."
+    if needs.gpu and not _gpu_available():
+        return "needs a GPU, none is visible here (checked torch.cuda and nvidia-smi)"
+    return None
+
+
+def _gpu_available() -> bool:
+    import shutil
+
+    return shutil.which("nvidia-smi") is not None

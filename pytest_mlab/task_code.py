@@ -1,0 +1,96 @@
+"""Run a function from a task's assets folder (data recipe, grader) in a process of its own.
+
+Task code is trusted but heavy (pandas, torch) and may crash; a separate process keeps the
+pytest worker clean and lets us time it out. The result comes back through a JSON file, so the
+function may print freely.
+
+Usage as a module (internal): ``python -m pytest_mlab.task_code REQUEST.json RESULT.json``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_mlab.spec.models import FunctionRef
+
+
+@dataclass(frozen=True)
+class TaskCallResult:
+    """What the function returned, or why it did not."""
+
+    value: Any = None
+    invalid: str | None = None  # the function raised InvalidSubmission(message)
+    error: str | None = None  # any other failure, with the traceback's last lines
+    output: str = ""  # what the function printed
+
+
+def call_task_function(assets: Path, ref: FunctionRef, arguments: dict[str, Any], *, timeout: float,
+                       env: dict[str, str] | None = None) -> TaskCallResult:
+    """Call ``assets/ref.file:ref.function(**arguments)``; ``Path`` arguments arrive as ``Path``,
+    others as their JSON values."""
+    with tempfile.TemporaryDirectory(prefix="mlab-call-") as scratch:
+        request = Path(scratch) / "request.json"
+        result = Path(scratch) / "result.json"
+        request.write_text(json.dumps({"file": str(assets / ref.file), "function": ref.function,
+                                       "paths": {key: str(value) for key, value in arguments.items()
+                                                 if isinstance(value, Path)},
+                                       "values": {key: value for key, value in arguments.items()
+                                                  if not isinstance(value, Path)}}))
+        try:
+            completed = subprocess.run([sys.executable, "-m", "pytest_mlab.task_code", str(request), str(result)],
+                                       cwd=assets, capture_output=True, text=True, timeout=timeout,
+                                       env=env, errors="replace")
+        except subprocess.TimeoutExpired:
+            return TaskCallResult(error=f"{ref} did not finish within {timeout:.0f}s")
+        output = (completed.stdout + completed.stderr)[-20000:]
+        if not result.exists():
+            return TaskCallResult(error=f"{ref} exited with code {completed.returncode} before returning:\n{output}",
+                                  output=output)
+        payload = json.loads(result.read_text())
+        return TaskCallResult(value=payload.get("value"), invalid=payload.get("invalid"),
+                              error=payload.get("error"), output=output)
+
+
+def _main(request_path: str, result_path: str) -> int:
+    request = json.loads(Path(request_path).read_text())
+    payload: dict[str, Any]
+    try:
+        module = _import_file(Path(request["file"]))
+        function = getattr(module, request["function"])
+        arguments = {key: Path(value) for key, value in request["paths"].items()}
+        arguments.update(request["values"])
+        payload = {"value": function(**arguments)}
+        json.dumps(payload)
+    except Exception as exc:  # the whole point is to report any failure of task code
+        from pytest_mlab.errors import InvalidSubmission
+
+        if isinstance(exc, InvalidSubmission) or type(exc).__name__ == "InvalidSubmission":
+            payload = {"invalid": str(exc)}
+        else:
+            lines = traceback.format_exception(exc)
+            payload = {"error": "".join(lines[-6:]).strip()}
+    tmp = Path(result_path).with_suffix(".tmp")
+    tmp.write_text(json.dumps(payload, default=str))
+    os.replace(tmp, result_path)
+    return 0
+
+
+def _import_file(path: Path):
+    sys.path.insert(0, str(path.parent))
+    spec = importlib.util.spec_from_file_location(f"mlab_task_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1], sys.argv[2]))
