@@ -41,7 +41,7 @@ def execute(plan: RunPlan, nodeid: str) -> RunResult:
         snapshots = SnapshotStore(run_dir / "snapshots")
         env = Environment(sandbox=sandbox, actions=plan.actions, limits=plan.limits, read_only=read_only,
                           trace=trace, snapshots=snapshots, research_problem=plan.task.description)
-        interrupted = False
+        interrupted, detail = False, None
         try:
             load_agent(plan).run(env)
             if not env.done:
@@ -50,10 +50,11 @@ def execute(plan: RunPlan, nodeid: str) -> RunResult:
             interrupted = True
             env.end(ends.INTERRUPTED, "Ctrl-C")
         except Exception as exc:  # an agent bug must still leave a graded, readable run
-            env.end(ends.CRASHED, "".join(traceback.format_exception(exc))[-4000:])
+            detail = "".join(traceback.format_exception(exc))[-4000:]
+            env.end(ends.CRASHED, detail)
         final = env.final_snapshot()
         grade = grade_snapshot(plan.task, snapshots, final, data.hidden)
-        verdict = judge(plan.task, plan.baseline, grade, env.end_reason, plan.agent.expect)
+        verdict = judge(plan.task, plan.baseline, grade, env.end_reason, plan.agent.expect, detail)
         result = RunResult(
             nodeid=nodeid, run_id=plan.run_id, task=plan.task.name, agent=plan.agent.name, llm=plan.llm,
             seed=plan.seed, variant=plan.variant, sandbox=sandbox.name, metric=plan.task.metric.name,

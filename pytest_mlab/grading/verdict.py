@@ -25,12 +25,14 @@ def improvement(score: float, baseline: float, higher_is_better: bool) -> float:
     return change if higher_is_better else -change
 
 
-def judge(task: TaskSpec, baseline: float | None, grade: Grade, end_reason: str, expect: str) -> Verdict:
+def judge(task: TaskSpec, baseline: float | None, grade: Grade, end_reason: str, expect: str,
+          detail: str | None = None) -> Verdict:
     """The item's assertion. ``expect='baseline'``: the submission reproduces the recorded baseline;
     ``expect='success'``: it beats the baseline by more than the task's threshold."""
     metric = task.metric
     if end_reason in ("crashed", "interrupted"):
-        return Verdict(False, False, None, f"the run {end_reason} (see the trace)", end_reason)
+        cause = detail.strip().splitlines()[-1] if detail and detail.strip() else "see the trace"
+        return Verdict(False, False, None, f"the run {end_reason}: {cause}", end_reason)
     if not grade.valid:
         return Verdict(False, False, None, f"invalid submission: {grade.invalid_reason}", "invalid submission")
     score = grade.score
