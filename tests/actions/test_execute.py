@@ -45,10 +45,10 @@ def test_script_past_its_timeout_is_stopped(tmp_path):
 
 
 def test_background_child_does_not_outlive_the_script(tmp_path):
-    marker = tmp_path / "ws" / "survived.txt"
+    marker = tmp_path / "survived.txt"
     source = ("import subprocess, sys\n"
-              "subprocess.Popen([sys.executable, '-c', "
-              f"'import time; time.sleep(2); open({str(marker)!r}, \"w\").write(\"x\")'])\n"
+              "child = 'import sys, time; time.sleep(2); open(sys.argv[1], \"w\").write(\"x\")'\n"
+              f"subprocess.Popen([sys.executable, '-c', child, {str(marker)!r}])\n"
               "print('spawned')\n")
     started = time.monotonic()
     observation, _ = run(tmp_path, source)
