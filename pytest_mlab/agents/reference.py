@@ -5,7 +5,6 @@ Proves a task is solvable and its grader rewards a real improvement.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from pytest_mlab.agents.base import Agent
 from pytest_mlab.env.environment import Environment

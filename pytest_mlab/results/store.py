@@ -44,7 +44,7 @@ def render_table(results: list[RunResult]) -> str:
         rows.append({
             "task": result.task, "agent": agent, "seed": result.seed,
             "score": _number(result.score), "baseline": _number(result.baseline),
-            "improvement": "-" if result.improvement is None else f"{result.improvement + 0.0:+.1%}",
+            "improvement": "-" if result.improvement is None else f"{round(result.improvement, 4) + 0.0:+.1%}",
             "success": "yes" if result.success else "no", "steps": result.steps,
             "time": format_duration(result.wall_time),
             "result": "PASS" if result.passed else f"FAIL: {result.failure or 'failed'}",

@@ -1,0 +1,51 @@
+"""Data for the digits task: scikit-learn's 8x8 handwritten digit images (1797), split 80/20.
+
+public/train.npz   images uint8 (N, 8, 8) with values 0..16, labels int64 (N,), ids int64 (N,)
+public/test.npz    images uint8 (M, 8, 8), ids int64 (M,)
+hidden/answers.csv id, label
+
+The split and the ids come from ``numpy.random.default_rng(seed)``; the .npz archives are
+written with fixed timestamps so the files are byte-for-byte the same for the same seed.
+"""
+
+from __future__ import annotations
+
+import io
+import pathlib
+import zipfile
+
+import numpy as np
+import pandas as pd
+from sklearn.datasets import load_digits
+
+TEST_FRACTION = 0.2
+
+
+def save_npz(path: pathlib.Path, **arrays: np.ndarray) -> None:
+    """Like np.savez, but byte-for-byte reproducible (fixed zip timestamps)."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as archive:
+        for name, array in arrays.items():
+            buffer = io.BytesIO()
+            np.lib.format.write_array(buffer, np.asarray(array), allow_pickle=False)
+            archive.writestr(zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0)), buffer.getvalue())
+
+
+def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
+    public, hidden = pathlib.Path(public), pathlib.Path(hidden)
+    public.mkdir(parents=True, exist_ok=True)
+    hidden.mkdir(parents=True, exist_ok=True)
+
+    digits = load_digits()
+    images = np.rint(digits.images).astype(np.uint8)
+    labels = digits.target.astype(np.int64)
+
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(labels))
+    images, labels = images[order], labels[order]
+    ids = np.arange(1, len(labels) + 1, dtype=np.int64)
+    n_test = int(round(TEST_FRACTION * len(labels)))
+    train, test = slice(None, -n_test), slice(-n_test, None)
+
+    save_npz(public / "train.npz", images=images[train], labels=labels[train], ids=ids[train])
+    save_npz(public / "test.npz", images=images[test], ids=ids[test])
+    pd.DataFrame({"id": ids[test], "label": labels[test]}).to_csv(hidden / "answers.csv", index=False)

@@ -1,0 +1,65 @@
+"""Data for the vectorization task: one hidden convolution case the grader times train.py on.
+
+The agent sees no data files (``public`` stays empty); ``train.py`` makes its own random batch.
+``hidden/conv_case.npz`` holds the layer configuration, the kernel, the bias, the input batch and
+the expected output, computed here independently of the starter's loops.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import pathlib
+import zipfile
+
+import numpy as np
+
+# Same configuration as main() in env/train.py, so the agent's own timing matches the graded one.
+CONFIG = {
+    "batch_shape": [32, 56, 56, 3],
+    "num_filters": 8,
+    "kernel_size": 3,
+    "stride": 1,
+    "padding": 1,
+    "activation": "relu",
+}
+
+
+def conv2d_reference(features: np.ndarray, kernel: np.ndarray, bias: np.ndarray,
+                     stride: int, padding: int, activation: str | None) -> np.ndarray:
+    """Channels-last 2D cross-correlation (what Conv2DLayer.forward computes), vectorized."""
+    k = kernel.shape[0]
+    padded = np.pad(features, ((0, 0), (padding, padding), (padding, padding), (0, 0)))
+    # windows: (batch, h_new, w_new, channels, k, k) after striding
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (k, k), axis=(1, 2))
+    windows = windows[:, ::stride, ::stride]
+    out = np.einsum("bhwcij,ijcf->bhwf", windows, kernel, optimize=True) + bias.reshape(1, 1, 1, -1)
+    if activation == "relu":
+        out = np.maximum(out, 0.0)
+    return out
+
+
+def save_npz(path: pathlib.Path, **arrays: np.ndarray) -> None:
+    """Like np.savez, but byte-for-byte reproducible (fixed zip timestamps)."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as archive:
+        for name, array in arrays.items():
+            buffer = io.BytesIO()
+            np.lib.format.write_array(buffer, np.asarray(array), allow_pickle=False)
+            archive.writestr(zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0)), buffer.getvalue())
+
+
+def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
+    public, hidden = pathlib.Path(public), pathlib.Path(hidden)
+    public.mkdir(parents=True, exist_ok=True)
+    hidden.mkdir(parents=True, exist_ok=True)
+
+    rng = np.random.default_rng(seed)
+    batch_shape = tuple(CONFIG["batch_shape"])
+    k, channels, filters = CONFIG["kernel_size"], batch_shape[3], CONFIG["num_filters"]
+    features = rng.standard_normal(batch_shape)
+    kernel = rng.standard_normal((k, k, channels, filters))
+    bias = rng.standard_normal((1, 1, 1, filters))
+    expected = conv2d_reference(features, kernel, bias, CONFIG["stride"], CONFIG["padding"],
+                                CONFIG["activation"])
+    save_npz(hidden / "conv_case.npz", features=features, kernel=kernel, bias=bias, expected=expected,
+             config=np.array(json.dumps(CONFIG, sort_keys=True)))
