@@ -1,0 +1,98 @@
+"""Data variants are prepared once per machine, kept out of workspaces, and re-prepared when stale."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from pytest_mlab.data import prepare_data
+from pytest_mlab.errors import DataError
+from pytest_mlab.spec.project import Project
+
+REPO = Path(__file__).resolve().parents[2]
+RECIPE = '''
+from pathlib import Path
+import os, time
+
+def mini(public: Path, hidden: Path, seed: int) -> None:
+    log = Path(os.environ.get("RECIPE_LOG", "/dev/null"))
+    with open(log, "a") as handle:
+        handle.write("ran\\n")
+    (public / "data.csv").write_text(f"value\\n{seed}\\n")
+    (public / "sub").mkdir()
+    (public / "sub" / "more.csv").write_text("x\\n")
+    (hidden / "answer.txt").write_text("42")
+
+def broken(public: Path, hidden: Path, seed: int) -> None:
+    raise ValueError("source unreachable")
+'''
+
+
+@pytest.fixture
+def toy_task(tmp_path):
+    root = tmp_path / "project"
+    shutil.copytree(REPO / "tests/fixtures/toy_project", root)
+    (root / "task_assets/toy/prepare.py").write_text(RECIPE)
+    project = Project(root, REPO / "specs/actions", REPO / "agents", root / "specs/tasks")
+    return project.task_from_file(root / "specs/tasks/toy.yaml")
+
+
+def runs(log: Path) -> int:
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def test_prepared_once_with_public_and_hidden_apart(toy_task, tmp_path, monkeypatch):
+    log = tmp_path / "log"
+    monkeypatch.setenv("RECIPE_LOG", str(log))
+    data = prepare_data(toy_task, "mini", tmp_path / "cache")
+    assert data.public_files() == ["data.csv", "sub/more.csv"]
+    assert (data.hidden / "answer.txt").read_text() == "42"
+    assert not (data.public / "answer.txt").exists()
+    assert os.stat(data.public / "data.csv").st_mode & 0o222 == 0  # read-only on disk
+    prepare_data(toy_task, "mini", tmp_path / "cache")
+    assert runs(log) == 1
+
+
+def test_concurrent_workers_prepare_once(toy_task, tmp_path, monkeypatch):
+    log = tmp_path / "log"
+    monkeypatch.setenv("RECIPE_LOG", str(log))
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: prepare_data(toy_task, "mini", tmp_path / "cache"), range(4)))
+    assert runs(log) == 1
+    assert len({r.public for r in results}) == 1
+
+
+def test_a_data_file_changed_through_a_link_is_prepared_again(toy_task, tmp_path, monkeypatch):
+    log = tmp_path / "log"
+    monkeypatch.setenv("RECIPE_LOG", str(log))
+    data = prepare_data(toy_task, "mini", tmp_path / "cache")
+    target = data.public / "data.csv"
+    os.chmod(target, 0o644)
+    target.write_text("value\ntampered\n")
+    data = prepare_data(toy_task, "mini", tmp_path / "cache")
+    assert runs(log) == 2 and (data.public / "data.csv").read_text() == "value\n0\n"
+
+
+def test_a_changed_recipe_is_prepared_again(toy_task, tmp_path, monkeypatch):
+    log = tmp_path / "log"
+    monkeypatch.setenv("RECIPE_LOG", str(log))
+    prepare_data(toy_task, "mini", tmp_path / "cache")
+    recipe = toy_task.assets / "prepare.py"
+    recipe.write_text(recipe.read_text() + "\n# changed\n")
+    prepare_data(toy_task, "mini", tmp_path / "cache")
+    assert runs(log) == 2
+
+
+def test_a_failing_recipe_is_a_data_error_and_leaves_no_entry(toy_task, tmp_path):
+    from dataclasses import replace
+
+    from pytest_mlab.spec.models import DataVariant, FunctionRef
+
+    broken = replace(toy_task, data={"mini": DataVariant("mini", FunctionRef("prepare.py", "broken"))})
+    with pytest.raises(DataError, match="preparing the 'mini' data of task 'toy' with prepare.py:broken failed"):
+        prepare_data(broken, "mini", tmp_path / "cache")
+    assert not (tmp_path / "cache/toy/mini").exists()
