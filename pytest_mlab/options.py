@@ -80,14 +80,14 @@ def read_settings(config: pytest.Config) -> Settings:
     variant, source = values["mlab_data"]
     if not variant or not variant.replace("-", "").isalnum():
         raise UsageError(f"{source}={variant}: expected a data variant name such as mini or full")
-    agents_text, source = values["mlab_agent"]
+    agents_text, agents_source = values["mlab_agent"]
     agents = tuple(name.strip() for name in (agents_text or "").split(",") if name.strip())
     if agents_text is not None and not agents:
-        raise UsageError(f"{source} is empty; name at least one agent, e.g. --agent=baseline")
+        raise UsageError(f"{agents_source} is empty; name at least one agent, e.g. --agent=baseline")
     out = Path(values["mlab_out"][0]).expanduser()
     cache_text = values["mlab_cache"][0]
     return Settings(
-        agents=agents, llm=values["mlab_llm"][0], seeds=number("mlab_seeds", 1) or 1, variant=variant,
+        agents=agents, agents_source=agents_source, llm=values["mlab_llm"][0], seeds=number("mlab_seeds", 1) or 1, variant=variant,
         sandbox=sandbox, out_dir=(Path(config.invocation_params.dir) / out).resolve(),
         cache_dir=(Path(config.invocation_params.dir) / Path(cache_text).expanduser()).resolve()
         if cache_text else default_cache_dir(),

@@ -33,7 +33,7 @@ def pytest_configure(config: pytest.Config) -> None:
                       spec_folder(config, "mlab_agents_dir"), spec_folder(config, "mlab_tasks_dir"))
     for name in settings.agents:
         try:
-            project.agent(name, wanted_by=("--agent", None, ""))
+            project.agent(name, wanted_by=(settings.agents_source, None, ""))
         except SpecError as exc:
             raise pytest.UsageError(str(exc)) from None
     config.stash[SETTINGS] = settings
@@ -73,7 +73,7 @@ class TaskFile(pytest.File):
                                                         f"{spec_folder(config, 'mlab_agents_dir')} with 'default: true'")
         agents = []
         for name in names:
-            agent = project.agent(name, wanted_by=("--agent", None, ""))
+            agent = project.agent(name, wanted_by=(settings.agents_source, None, ""))
             agents.append((agent, project.agent_actions(agent)))
         skip_reason = unmet_requirement(task, settings.variant)
         _register_tags(config, task.tags)

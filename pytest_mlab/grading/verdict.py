@@ -22,7 +22,7 @@ def improvement(score: float, baseline: float, higher_is_better: bool) -> float:
     if baseline == 0:
         return float("inf") if (score > 0) == higher_is_better and score != 0 else 0.0
     change = (score - baseline) / abs(baseline)
-    return change if higher_is_better else -change
+    return (change if higher_is_better else -change) + 0.0  # never -0.0
 
 
 def judge(task: TaskSpec, baseline: float | None, grade: Grade, end_reason: str, expect: str,
@@ -34,7 +34,8 @@ def judge(task: TaskSpec, baseline: float | None, grade: Grade, end_reason: str,
         cause = detail.strip().splitlines()[-1] if detail and detail.strip() else "see the trace"
         return Verdict(False, False, None, f"the run {end_reason}: {cause}", end_reason)
     if not grade.valid:
-        return Verdict(False, False, None, f"invalid submission: {grade.invalid_reason}", "invalid submission")
+        ended = f" (the run ended by {end_reason})" if end_reason in ("step limit", "timeout", "no final answer") else ""
+        return Verdict(False, False, None, f"invalid submission: {grade.invalid_reason}{ended}", "invalid submission")
     score = grade.score
     unit = f" {metric.unit}" if metric.unit else ""
     if baseline is None:

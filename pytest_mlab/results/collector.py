@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from dataclasses import asdict
 
 import pytest
@@ -32,13 +33,25 @@ class ResultsReporter:
             self.results[report.nodeid] = result
         elif report.failed and report.nodeid not in self.results and _TASK_ITEM.search(report.nodeid):
             # no result came back: the worker died (xdist reports it) or the harness itself failed
-            self.results[report.nodeid] = _crashed_from_report(report)
+            self.results[report.nodeid] = _crashed_from_report(report, self.settings, self._agent_names())
+
+    def _agent_names(self) -> list[str]:
+        from pytest_mlab.errors import SpecError
+        from pytest_mlab.plugin import PROJECT
+
+        if self.settings.agents:
+            return list(self.settings.agents)
+        try:
+            return self.config.stash[PROJECT].default_agents()
+        except SpecError:
+            return []
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if not self.results:
             return
-        settings = {key: str(value) if value is not None else None for key, value in asdict(self.settings).items()}
+        settings = {key: list(value) if isinstance(value, tuple) else str(value) if isinstance(value, Path) else value
+                    for key, value in asdict(self.settings).items()}
         self.results_path = write_results(self.settings.out_dir, list(self.results.values()), settings)
 
     @pytest.hookimpl
@@ -51,15 +64,21 @@ class ResultsReporter:
             terminalreporter.write_line(f"results: {self.results_path}")
 
 
-def _crashed_from_report(report: pytest.TestReport) -> RunResult:
+def _crashed_from_report(report: pytest.TestReport, settings: Settings, agents: list[str]) -> RunResult:
+    """Rebuild what we can of a run from its node id: ``task[variant-agent[-llm]-sSEED]``."""
     match = _ITEM_ID.search(report.nodeid)
-    params = match.group("params").split("-")
-    seed = int(params[-1][1:]) if params[-1][1:].isdigit() else 0
+    params = match.group("params")
+    seed_match = re.search(r"-s(\d+)$", params)
+    seed = int(seed_match.group(1)) if seed_match else 0
+    middle = params[len(settings.variant) + 1:seed_match.start() if seed_match else None]
+    agent = next((name for name in sorted(agents, key=len, reverse=True)
+                  if middle == name or middle.startswith(name + "-")), middle)
+    llm = middle[len(agent) + 1:] or None
     text = str(report.longrepr or "")
     message = text.strip().splitlines()[-1] if text.strip() else "the run crashed without a result"
     return RunResult(
-        nodeid=report.nodeid, run_id=f"{match.group('task')}[{match.group('params')}]", task=match.group("task"),
-        agent=params[1] if len(params) > 2 else "?", llm=None, seed=seed, variant=params[0], sandbox="?",
+        nodeid=report.nodeid, run_id=f"{match.group('task')}[{params}]", task=match.group("task"),
+        agent=agent, llm=llm, seed=seed, variant=settings.variant, sandbox=settings.sandbox,
         metric="?", direction="?", expect="?", passed=False, score=None, baseline=None, improvement=None,
         success=False, valid=False, invalid_reason=None, end_reason="crashed", failure="crashed",
         message=message, steps=0, wall_time=round(report.duration, 3))

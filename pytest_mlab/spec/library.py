@@ -47,6 +47,9 @@ def read_raw(path: Path, kind: str) -> RawSpec:
     if not isinstance(data, dict):
         raise SpecError(display, lines.locate((), display)[1], "", f"a {kind} spec must be a mapping of keys, not {type(data).__name__}")
     found = data.get("kind")
+    if "kind" not in data:
+        raise SpecError(display, lines.locate((), display)[1], "kind",
+                        f"the 'kind:' line is missing; a {kind} spec starts with 'kind: {kind}'")
     if found != kind:
         where = lines.locate(("kind",), display)[1]
         raise SpecError(display, where, "kind", f"expected 'kind: {kind}', found {found!r}")
@@ -96,6 +99,11 @@ class SpecLibrary:
     def names(self) -> list[str]:
         return sorted(self._index())
 
+    def unreadable(self) -> list[SpecError]:
+        """Files in the folders that could not be read as specs of this kind."""
+        self._index()
+        return list(self._unreadable)
+
     def add(self, raw: RawSpec) -> None:
         """Make a file outside the folders (a task collected by pytest) known by name."""
         entries = self._index().setdefault(raw.data["name"], [])
@@ -124,7 +132,7 @@ class SpecLibrary:
         hint = f"did you mean '{guess[0]}'? " if guess else ""
         folders = ", ".join(display_path(folder) for folder in self.folders)
         message = f"unknown {self.kind.lower()} '{name}'; {hint}known: {', '.join(known) or 'none'} (from {folders})"
-        broken = [err for err in self._unreadable]
+        broken = self.unreadable()
         if broken:
             message += "; these files could not be read: " + "; ".join(err.render_one() for err in broken)
         if wanted_by:

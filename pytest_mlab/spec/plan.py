@@ -16,6 +16,7 @@ class Settings:
     """The session's choices, from command-line options and ini settings."""
 
     agents: tuple[str, ...]
+    agents_source: str  # "--agent" or "ini setting mlab_agent", for messages
     llm: str | None
     seeds: int
     variant: str
@@ -65,7 +66,7 @@ class RunPlan:
 
 def _id_safe(text: str) -> str:
     """Model names like ``openai/gpt-4`` or ``scripted:demo.yaml`` become id-friendly."""
-    return re.sub(r"[^A-Za-z0-9._]+", "_", text).strip("_")
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")
 
 
 def compile_plans(task: models.TaskSpec, agents: list[tuple[models.AgentSpec, tuple[models.ActionSpec, ...]]],
@@ -99,7 +100,7 @@ def unmet_requirement(task: models.TaskSpec, variant: str) -> str | None:
     if unset:
         return f"needs the environment variables {', '.join(unset)}: export {unset[0]}=..."
     if needs.gpu and not _gpu_available():
-        return "needs a GPU, none is visible here (checked torch.cuda and nvidia-smi)"
+        return "needs a GPU, none is visible here (nvidia-smi was not found)"
     return None
 
 

@@ -45,14 +45,22 @@ class Project:
         return tuple(self.action(name, (agent.source, None, "actions")) for name in agent.actions)
 
     def default_agents(self) -> list[str]:
-        """Agents marked ``default: true``: what runs when --agent is not given."""
+        """Agents marked ``default: true``: what runs when --agent is not given.
+
+        A broken agent file is an error here, not a silent omission: it may be a default agent.
+        """
+        problems = self.agents.unreadable()
         names = []
         for name in self.agents.names():
             try:
                 if self.agent(name).default:
                     names.append(name)
-            except SpecError:
-                continue
+            except SpecError as exc:
+                problems.append(exc)
+        if problems:
+            raise SpecError(problems[0].path, problems[0].line, problems[0].where,
+                            f"{problems[0].message} (this agent spec must be fixed before the default agents "
+                            f"can be chosen; or name agents with --agent)", problems[0].others + problems[1:])
         return names
 
     def task_from_file(self, path: Path) -> models.TaskSpec:

@@ -41,7 +41,11 @@ def validate(kind: str, data: dict[str, Any], lines: LineMap, display: str) -> N
 
 
 def _pinpoint(error: jsonschema.ValidationError, path: tuple, lines: LineMap, file: str, line: int | None):
-    """An unexpected key is reported at its own line, not at its parent's."""
+    """An unexpected or badly named key is reported at its own line, not at its parent's."""
+    if "propertyNames" in error.schema_path and isinstance(error.instance, str):
+        if (path + (error.instance,)) in lines.marks:
+            file, line = lines.marks[path + (error.instance,)]
+            return file, line, dotted(path + (error.instance,))
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
         allowed = set(error.schema.get("properties", {}))
         extra = [key for key in error.instance if key not in allowed]
@@ -65,6 +69,15 @@ def _message(error: jsonschema.ValidationError) -> str:
         return f"{error.instance!r} is not valid: expected {error.schema['description']}"
     if error.validator == "const":
         return f"{error.instance!r} should be {error.validator_value!r}"
-    if error.validator == "propertyNames":
-        return f"{error.instance!r} has a key that is not allowed: {error.message}"
+    if "propertyNames" in error.schema_path:
+        return f"{error.instance!r} is not an allowed name here: use lower-case letters, digits and '-'"
+    if error.instance is None and error.validator in ("type", "minLength"):
+        return f"is empty; expected {_expected(error)}"
     return error.message
+
+
+def _expected(error: jsonschema.ValidationError) -> str:
+    expected = error.validator_value if error.validator == "type" else "a value"
+    if isinstance(expected, list):
+        return " or ".join(f"a {item}" for item in expected)
+    return {"object": "a mapping of keys", "array": "a list"}.get(expected, f"a {expected}")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+_COMPOUND = re.compile(r"(\d+(?:\.\d+)?)([dhms])")
 _SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)(b?)\s*$", re.IGNORECASE)
 _POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
@@ -17,13 +19,24 @@ def parse_duration(value: str | int | float) -> float:
     if isinstance(value, (int, float)):
         seconds = float(value)
     else:
-        match = _DURATION.match(str(value))
-        if not match:
-            raise ValueError(f"{value!r} is not a duration; write seconds or a number with s, m, h or d, e.g. 30m")
-        seconds = float(match.group(1)) * _SECONDS[match.group(2)]
+        seconds = _parse_duration_text(str(value))
+    if not math.isfinite(seconds):
+        raise ValueError(f"{value!r} is not a finite duration")
     if seconds <= 0:
         raise ValueError(f"{value!r} must be longer than zero")
     return seconds
+
+
+def _parse_duration_text(text: str) -> float:
+    """``30m`` or compound forms as :func:`format_duration` writes them: ``3m05s``, ``1h02m``."""
+    match = _DURATION.match(text)
+    if match:
+        return float(match.group(1)) * _SECONDS[match.group(2)]
+    compact = text.strip()
+    parts = _COMPOUND.findall(compact)
+    if not parts or "".join(number + unit for number, unit in parts) != compact:
+        raise ValueError(f"{text!r} is not a duration; write seconds or a number with s, m, h or d, e.g. 30m")
+    return sum(float(number) * _SECONDS[unit] for number, unit in parts)
 
 
 def parse_size(value: str | int) -> int:

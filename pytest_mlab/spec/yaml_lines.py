@@ -42,17 +42,16 @@ def load_yaml_with_lines(path: Path, display: str) -> tuple[Any, LineMap]:
 
     Duplicate keys are an error (plain PyYAML silently keeps the last one).
     """
+    raw = path.read_bytes()
     try:
-        text = path.read_text(encoding="utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise SpecError(display, None, "", f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        line = raw[:exc.start].count(b"\n") + 1
+        raise SpecError(display, line, "", f"not UTF-8 text (byte {raw[exc.start]:#x}); save the file as UTF-8") from None
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else None
-        problem = exc.problem or exc.context or "invalid YAML"
-        raise SpecError(display, line, "", f"YAML syntax error: {problem}") from None
+        raise SpecError(display, *_syntax_error(exc, text)) from None
     except yaml.YAMLError as exc:
         raise SpecError(display, None, "", f"YAML error: {exc}") from None
     if node is None:
@@ -60,6 +59,21 @@ def load_yaml_with_lines(path: Path, display: str) -> tuple[Any, LineMap]:
     lines = LineMap()
     data = _build(node, (), display, lines)
     return data, lines
+
+
+def _syntax_error(exc: yaml.MarkedYAMLError, text: str) -> tuple[int | None, str, str]:
+    """Line, where, message: PyYAML's problem, plus where the unfinished construct began."""
+    last_line = text.count("\n") + (0 if text.endswith("\n") else 1)
+    mark = exc.problem_mark or exc.context_mark
+    line = min(mark.line + 1, max(last_line, 1)) if mark else None
+    problem = exc.problem or "invalid YAML"
+    if not exc.context:
+        return line, "", f"YAML syntax error: {problem}"
+    context_line = exc.context_mark.line + 1 if exc.context_mark else None
+    where = f" on line {context_line}" if context_line and context_line != line else ""
+    if problem.startswith("but "):  # PyYAML splits one sentence into context and problem
+        return line, "", f"YAML syntax error: {exc.context}{where}, {problem}"
+    return line, "", f"YAML syntax error: {problem} ({exc.context}{where})"
 
 
 def _build(node: yaml.Node, path: JsonPath, display: str, lines: LineMap) -> Any:

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import shutil
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from pytest_mlab.trace import read_trace
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.helpers import copy_toy_project
 AGENTS = {
     "crasher": "os.kill(os.getpid(), signal.SIGKILL)",
     "raiser": "raise RuntimeError('agent bug')",
@@ -24,10 +22,7 @@ AGENTS = {
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> Path:
     """The toy project plus agents that misbehave after writing a correct submission."""
-    root = pytester.path
-    shutil.copytree(REPO / "tests/fixtures/toy_project", root, dirs_exist_ok=True)
-    shutil.copytree(REPO / "specs/actions", root / "specs/actions")
-    shutil.copytree(REPO / "agents", root / "agents")
+    root = copy_toy_project(pytester.path)
     (root / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
     lines = ["import os, signal", "from pytest_mlab.agents import Agent", ""]
     for name, body in AGENTS.items():
@@ -45,7 +40,7 @@ def project(pytester: pytest.Pytester) -> Path:
 
 
 def run(pytester: pytest.Pytester, root: Path, *args: str) -> tuple[pytest.RunResult, dict]:
-    result = pytester.runpytest_subprocess("specs", "-p", "no:cacheprovider", "--mlab-cache",
+    result = pytester.runpytest_subprocess("specs", "-p", "no:cacheprovider", "-p", "no:benchmark", "--mlab-cache",
                                            str(root / ".cache"), *args, timeout=300)
     path = root / "mlab-results" / "results.json"
     return result, json.loads(path.read_text()) if path.exists() else {}

@@ -451,7 +451,7 @@ def test_output_cap_keeps_head_and_tail(sb: LocalSandbox) -> None:
 def test_hundred_megabytes_of_output_is_capped_with_bounded_memory(sb: LocalSandbox) -> None:
     size = 100 * 1024 * 1024
     limit = 10_000
-    code = f"""
+    code = """
         import sys
         out, err = sys.stdout.buffer, sys.stderr.buffer
         out.write(b'BEGIN')

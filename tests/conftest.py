@@ -1,0 +1,34 @@
+"""Suite-wide fixtures. pytest-mlab is installed, so its plugin is active in this very session: any
+YAML file that looks like a Task spec would be collected as one. The spec corpus (deliberately
+broken files) and the fixture projects are data, never tests of this suite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import copy_toy_project
+
+pytest_plugins = ["pytester"]
+
+# fnmatch's '*' also matches '/', so these cover nested folders too.
+collect_ignore_glob = [
+    "spec/corpus*/*.yaml",
+    "spec/corpus*/*.yml",
+    "fixtures/*.yaml",
+    "fixtures/*.yml",
+]
+
+
+@pytest.fixture
+def mlab_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty ``--mlab-cache`` folder outside the project, so no run touches ~/.cache."""
+    return tmp_path_factory.mktemp("mlab-cache")
+
+
+@pytest.fixture
+def toy_project(pytester: pytest.Pytester) -> Path:
+    """``tests/fixtures/toy_project`` with the repository's specs/actions and agents, and an empty
+    pytest.ini, in the pytester directory (the sub-runs' rootdir). Returns that directory."""
+    return copy_toy_project(pytester.path)

@@ -1,0 +1,402 @@
+"""Real pytest sub-runs of the toy project: collection, selection, options, errors and results."""
+
+from __future__ import annotations
+
+import json
+import math
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import (
+    assert_no_traceback,
+    collected_ids,
+    output_of,
+    read_results,
+    run_specs,
+    task_yaml,
+)
+
+BASELINE_ID = "specs/tasks/toy.yaml::toy[mini-baseline-s0]"
+REFERENCE_ID = "specs/tasks/toy.yaml::toy[mini-reference-s0]"
+
+BROKEN_DIRECTION = """\
+    kind: Task
+    name: broken
+    description: A task whose metric direction is not a direction.
+    assets: task_assets/toy
+    data:
+      mini: {prepare: "prepare.py:mini"}
+    metric:
+      name: error
+      direction: up
+      grader: "grader.py:score"
+    """
+
+
+def write(root: Path, relative: str, text: str) -> Path:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+# ------------------------------------------------------------------ collection
+
+
+def test_toy_project_collects_one_item_per_default_agent(pytester, toy_project, mlab_cache) -> None:
+    result = run_specs(pytester, "--collect-only", "-q", cache_dir=mlab_cache)
+    assert result.ret == pytest.ExitCode.OK, output_of(result)
+    assert collected_ids(result) == [BASELINE_ID, REFERENCE_ID]
+    result.stdout.fnmatch_lines(["2 tests collected*"])
+
+
+def test_agent_and_seeds_options(pytester, toy_project, mlab_cache) -> None:
+    result = run_specs(pytester, "--collect-only", "-q", "--agent=baseline", "--seeds=3", cache_dir=mlab_cache)
+    assert result.ret == pytest.ExitCode.OK, output_of(result)
+    assert collected_ids(result) == [f"specs/tasks/toy.yaml::toy[mini-baseline-s{seed}]" for seed in range(3)]
+
+
+def test_several_agents_keep_the_order_given(pytester, toy_project, mlab_cache) -> None:
+    result = run_specs(pytester, "--collect-only", "-q", "--agent=reference, baseline", cache_dir=mlab_cache)
+    assert collected_ids(result) == [REFERENCE_ID, BASELINE_ID]
+
+
+def test_an_item_can_be_selected_by_its_node_id(pytester, toy_project, mlab_cache) -> None:
+    result = run_specs(pytester, "--collect-only", "-q", cache_dir=mlab_cache, targets=(BASELINE_ID,))
+    assert collected_ids(result) == [BASELINE_ID]
+
+
+def test_keyword_selection_sees_the_agent_name(pytester, toy_project, mlab_cache) -> None:
+    result = run_specs(pytester, "--collect-only", "-q", "-k", "reference", cache_dir=mlab_cache)
+    assert collected_ids(result) == [REFERENCE_ID]
+
+
+def test_task_tags_are_markers(pytester, toy_project, mlab_cache) -> None:
+    selected = run_specs(pytester, "--collect-only", "-q", "-m", "toy", cache_dir=mlab_cache)
+    assert collected_ids(selected) == [BASELINE_ID, REFERENCE_ID]
+    deselected = run_specs(pytester, "--collect-only", "-q", "-m", "not toy", cache_dir=mlab_cache)
+    assert collected_ids(deselected) == []
+    assert deselected.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    deselected.stdout.fnmatch_lines(["*2 deselected*"])
+    mlab = run_specs(pytester, "--collect-only", "-q", "-m", "mlab and toy", cache_dir=mlab_cache)
+    assert collected_ids(mlab) == [BASELINE_ID, REFERENCE_ID]
+
+
+def test_task_tags_work_with_strict_markers(pytester, toy_project, mlab_cache) -> None:
+    result = run_specs(pytester, "--collect-only", "-q", "--strict-markers", "-m", "toy", cache_dir=mlab_cache)
+    assert result.ret == pytest.ExitCode.OK, output_of(result)
+    assert collected_ids(result) == [BASELINE_ID, REFERENCE_ID]
+
+
+def test_a_task_spec_outside_a_tasks_folder_is_collected_by_its_kind(pytester, toy_project, mlab_cache) -> None:
+    write(toy_project, "specs/extra/other.yaml", "# yaml-language-server: $schema=...\n" + task_yaml("other"))
+    write(toy_project, "specs/extra/settings.yaml", "kind: Config\nname: not-a-task\n")
+    result = run_specs(pytester, "--collect-only", "-q", "--agent=baseline", cache_dir=mlab_cache)
+    assert result.ret == pytest.ExitCode.OK, output_of(result)
+    assert collected_ids(result) == ["specs/extra/other.yaml::other[mini-baseline-s0]", BASELINE_ID]
+
+
+def test_action_and_agent_specs_are_not_collected_as_tasks(pytester, toy_project, mlab_cache) -> None:
+    result = run_specs(pytester, "--collect-only", "-q", cache_dir=mlab_cache, targets=("specs/actions", "agents"))
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED, output_of(result)
+    assert "error" not in output_of(result).lower()
+
+
+# ------------------------------------------------------------------ broken task files
+
+
+@pytest.mark.parametrize("text, location", [
+    (BROKEN_DIRECTION, "specs/tasks/broken.yaml:9: metric.direction: 'up' is not one of ['maximize', 'minimize']"),
+    (task_yaml("broken").replace("metric:", "metrics:"),
+     "specs/tasks/broken.yaml:7: metrics: unknown key 'metrics'; did you mean 'metric'?"),
+    (task_yaml("broken").replace("grader.py:score", "grader.py:scores"),
+     "specs/tasks/broken.yaml:10: metric.grader: task_assets/toy/grader.py has no function 'scores'; "
+     "did you mean 'score'?"),
+    ("kind: Task\nname: broken\ndata:\n\tmini: {}\n", "specs/tasks/broken.yaml:4: YAML syntax error: "),
+    (task_yaml("toy"), "specs/tasks/broken.yaml:2: name: duplicate Task name 'toy': also defined in "
+                       "specs/tasks/toy.yaml:2; names must be unique"),
+], ids=["schema", "unknown-key", "grader-function", "yaml-syntax", "duplicate-name"])
+def test_a_broken_task_is_a_located_collection_error_and_the_good_one_still_collects(
+        pytester, toy_project, mlab_cache, text: str, location: str) -> None:
+    write(toy_project, "specs/tasks/broken.yaml", text)
+    result = run_specs(pytester, "--collect-only", "-q", cache_dir=mlab_cache)
+    output = output_of(result)
+    assert result.ret == pytest.ExitCode.INTERRUPTED, output
+    assert "ERROR collecting specs/tasks/broken.yaml" in output
+    assert location in output, output
+    assert_no_traceback(output)
+    if "duplicate" in location:
+        # both files carry the same name, so neither can be trusted
+        assert "specs/tasks/toy.yaml:2: name: duplicate Task name 'toy': also defined in specs/tasks/broken.yaml:2" \
+            in output
+    else:
+        assert collected_ids(result) == [BASELINE_ID, REFERENCE_ID]
+        result.stdout.fnmatch_lines(["2 tests collected, 1 error*"])
+
+
+def test_a_collection_error_stops_the_run_unless_told_to_continue(pytester, toy_project, mlab_cache) -> None:
+    write(toy_project, "specs/tasks/broken.yaml", BROKEN_DIRECTION)
+    stopped = run_specs(pytester, cache_dir=mlab_cache)
+    assert stopped.ret == pytest.ExitCode.INTERRUPTED
+    stopped.assert_outcomes(errors=1)
+    assert_no_traceback(output_of(stopped))
+    carried_on = run_specs(pytester, "--continue-on-collection-errors", cache_dir=mlab_cache)
+    carried_on.assert_outcomes(passed=2, errors=1)
+    assert "specs/tasks/broken.yaml:9: metric.direction:" in output_of(carried_on)
+
+
+# ------------------------------------------------------------------ options and ini settings
+
+
+def test_unknown_agent_is_a_usage_error_naming_the_known_agents(pytester, toy_project, mlab_cache) -> None:
+    result = run_specs(pytester, "--collect-only", "--agent=nope", cache_dir=mlab_cache)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    output = output_of(result)
+    assert "--agent: unknown agent 'nope'" in output
+    assert "known: baseline, reference" in output
+    assert_no_traceback(output)
+
+
+def test_a_misspelt_agent_gets_a_suggestion(pytester, toy_project, mlab_cache) -> None:
+    result = run_specs(pytester, "--collect-only", "--agent=baselin", cache_dir=mlab_cache)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "did you mean 'baseline'?" in output_of(result)
+
+
+@pytest.mark.parametrize("option, message", [
+    ("--seeds=0", "--seeds=0: must be at least 1"),
+    ("--seeds=x", "--seeds=x: expected a whole number"),
+    ("--max-steps=0", "--max-steps=0: must be at least 1"),
+    ("--max-steps=many", "--max-steps=many: expected a whole number"),
+    ("--max-time=soon", "--max-time: 'soon' is not a duration"),
+    ("--max-time=0", "--max-time: '0' must be longer than zero"),
+    ("--sandbox=nope", "--sandbox=nope: unknown sandbox; choose one of: local"),
+    ("--mlab-data=Full/x", "--mlab-data=Full/x: expected a data variant name"),
+    ("--agent=", "--agent is empty; name at least one agent"),
+])
+def test_bad_option_values_are_usage_errors_naming_the_option(pytester, toy_project, mlab_cache,
+                                                              option: str, message: str) -> None:
+    result = run_specs(pytester, "--collect-only", option, cache_dir=mlab_cache)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, output_of(result)
+    output = output_of(result)
+    assert message in output, output
+    assert_no_traceback(output)
+
+
+def test_ini_settings_work_like_the_options(pytester, toy_project, mlab_cache) -> None:
+    (toy_project / "pytest.ini").write_text("[pytest]\nmlab_agent = baseline\nmlab_seeds = 2\n")
+    result = run_specs(pytester, "--collect-only", "-q", cache_dir=mlab_cache)
+    assert result.ret == pytest.ExitCode.OK, output_of(result)
+    assert collected_ids(result) == ["specs/tasks/toy.yaml::toy[mini-baseline-s0]",
+                                     "specs/tasks/toy.yaml::toy[mini-baseline-s1]"]
+
+
+def test_options_override_ini_settings(pytester, toy_project, mlab_cache) -> None:
+    (toy_project / "pytest.ini").write_text("[pytest]\nmlab_agent = baseline\nmlab_seeds = 2\n")
+    result = run_specs(pytester, "--collect-only", "-q", "--agent=reference", "--seeds=1", cache_dir=mlab_cache)
+    assert collected_ids(result) == [REFERENCE_ID]
+
+
+@pytest.mark.parametrize("ini, message", [
+    ("mlab_seeds = 0", "ini setting mlab_seeds=0: must be at least 1"),
+    ("mlab_sandbox = docker", "ini setting mlab_sandbox=docker: unknown sandbox"),
+    ("mlab_max_time = soon", "ini setting mlab_max_time: 'soon' is not a duration"),
+])
+def test_bad_ini_values_are_usage_errors_naming_the_setting(pytester, toy_project, mlab_cache,
+                                                            ini: str, message: str) -> None:
+    (toy_project / "pytest.ini").write_text(f"[pytest]\n{ini}\n")
+    result = run_specs(pytester, "--collect-only", cache_dir=mlab_cache)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in output_of(result)
+
+
+def test_unknown_agent_in_ini_names_the_ini_setting(pytester, toy_project, mlab_cache) -> None:
+    (toy_project / "pytest.ini").write_text("[pytest]\nmlab_agent = nope\n")
+    result = run_specs(pytester, "--collect-only", cache_dir=mlab_cache)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    output = output_of(result)
+    assert "unknown agent 'nope'" in output
+    assert "mlab_agent" in output, output
+
+
+def test_other_spec_folders_can_be_configured(pytester, toy_project, mlab_cache) -> None:
+    (toy_project / "agents").rename(toy_project / "my_agents")
+    (toy_project / "pytest.ini").write_text("[pytest]\nmlab_agents_dir = my_agents\n")
+    result = run_specs(pytester, "--collect-only", "-q", cache_dir=mlab_cache)
+    assert collected_ids(result) == [BASELINE_ID, REFERENCE_ID]
+
+
+# ------------------------------------------------------------------ skips
+
+
+def test_a_missing_data_variant_skips_with_the_fix(pytester, toy_project, mlab_cache) -> None:
+    result = run_specs(pytester, "--mlab-data=full", "-rs", cache_dir=mlab_cache)
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["*task 'toy' has no 'full' data variant (it has: mini); run with --mlab-data=mini*"])
+    assert not (toy_project / "mlab-results" / "results.json").exists(), "skipped items are not runs"
+
+
+def test_a_missing_environment_variable_skips_with_the_fix(pytester, toy_project, mlab_cache,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MLAB_TOY_TOKEN", raising=False)
+    write(toy_project, "specs/tasks/secret.yaml", task_yaml("secret", extra="requires: {env: [MLAB_TOY_TOKEN]}\n"))
+    result = run_specs(pytester, "--agent=baseline", "-rs", cache_dir=mlab_cache, targets=("specs/tasks/secret.yaml",))
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*needs the environment variables MLAB_TOY_TOKEN: export MLAB_TOY_TOKEN=...*"])
+
+
+def test_a_missing_package_skips_with_the_fix(pytester, toy_project, mlab_cache) -> None:
+    write(toy_project, "specs/tasks/heavy.yaml", task_yaml("heavy", extra="""\
+        requires: {packages: [no_such_module_xyz]}
+        """))
+    result = run_specs(pytester, "--agent=baseline", "-rs", cache_dir=mlab_cache, targets=("specs/tasks/heavy.yaml",))
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*needs the Python packages no_such_module_xyz: pip install*"])
+
+
+# ------------------------------------------------------------------ broken agents
+
+
+BROKEN_AGENT = """\
+    kind: Agent
+    name: mine
+    implementation: pytest_mlab.agents.baseline:BaselineAgent
+    actions: [Execute Script, Final Anser]
+    expect: baseline
+    default: true
+    """
+
+
+def test_a_broken_agent_asked_for_is_a_usage_error_at_its_line(pytester, toy_project, mlab_cache) -> None:
+    write(toy_project, "agents/mine.yaml", BROKEN_AGENT)
+    result = run_specs(pytester, "--collect-only", "--agent=mine", cache_dir=mlab_cache)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    output = output_of(result)
+    assert "agents/mine.yaml:4: actions[1]: unknown action 'Final Anser'; did you mean 'Final Answer'?" in output
+    assert_no_traceback(output)
+
+
+def test_an_unreadable_agent_asked_for_names_its_file_and_line(pytester, toy_project, mlab_cache) -> None:
+    write(toy_project, "agents/mine.yaml", "kind: Agent\nname: mine\nactions:\n\t- Execute Script\n")
+    result = run_specs(pytester, "--collect-only", "--agent=mine", cache_dir=mlab_cache)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    output = output_of(result)
+    assert "unknown agent 'mine'" in output
+    assert "agents/mine.yaml:4: YAML syntax error" in output
+    assert_no_traceback(output)
+
+
+def test_a_broken_agent_not_asked_for_does_not_stop_others(pytester, toy_project, mlab_cache) -> None:
+    write(toy_project, "agents/mine.yaml", BROKEN_AGENT)
+    result = run_specs(pytester, "--collect-only", "-q", "--agent=baseline", cache_dir=mlab_cache)
+    assert result.ret == pytest.ExitCode.OK
+    assert collected_ids(result) == [BASELINE_ID]
+
+
+@pytest.mark.parametrize("text, location", [
+    (BROKEN_AGENT, "agents/mine.yaml:4:"),
+    ("kind: Agent\nname: mine\ndefault: true\nactions:\n\t- Execute Script\n", "agents/mine.yaml:5:"),
+], ids=["invalid", "unreadable"])
+def test_a_broken_agent_is_reported_when_default_agents_run(pytester, toy_project, mlab_cache,
+                                                            text: str, location: str) -> None:
+    write(toy_project, "agents/mine.yaml", text)
+    result = run_specs(pytester, "--collect-only", "-q", cache_dir=mlab_cache)
+    output = output_of(result)
+    assert location in output, output
+
+
+# ------------------------------------------------------------------ full runs
+# These run in a subprocess: the results table imports pandas/numpy, and pytester's in-process runs
+# unload modules imported during the run, after which numpy refuses to be imported a second time.
+
+
+@pytest.mark.slow
+def test_a_full_run_of_the_toy_project(pytester, toy_project, mlab_cache) -> None:
+    result = run_specs(pytester, cache_dir=mlab_cache, subprocess=True)
+    output = output_of(result)
+    result.assert_outcomes(passed=2)
+    assert "pytest-mlab results" in output
+    result.stdout.re_match_lines([r"\s*task\s+agent\s+seed\s+score\s+baseline\s+improvement\s+success\s+steps"
+                                  r"\s+time\s+result\s*$",
+                                  r"\s*toy\s+baseline\s+0\s+90\s+90\s+\+0\.0%\s+no\s+2\s+\S+\s+PASS\s*$",
+                                  r"\s*toy\s+reference\s+0\s+0\s+90\s+\+100\.0%\s+yes\s+3\s+\S+\s+PASS\s*$"])
+    results_path = toy_project / "mlab-results" / "results.json"
+    assert f"results: {results_path}" in output
+    payload = read_results(toy_project)
+    assert payload["version"] == 1
+    runs = {run["agent"]: run for run in payload["runs"]}
+    assert [run["nodeid"] for run in payload["runs"]] == [BASELINE_ID, REFERENCE_ID]
+    baseline, reference = runs["baseline"], runs["reference"]
+    assert (baseline["run_id"], baseline["task"], baseline["seed"], baseline["variant"]) == \
+        ("toy[mini-baseline-s0]", "toy", 0, "mini")
+    assert (baseline["score"], baseline["baseline"], baseline["improvement"]) == (90.0, 90.0, 0.0)
+    assert (baseline["success"], baseline["passed"], baseline["valid"], baseline["steps"]) == (False, True, True, 2)
+    assert (baseline["expect"], baseline["end_reason"], baseline["failure"]) == ("baseline", "final answer", None)
+    assert (reference["score"], reference["baseline"], reference["improvement"]) == (0.0, 90.0, 1.0)
+    assert (reference["success"], reference["passed"], reference["valid"], reference["steps"]) == (True, True, True, 3)
+    assert (reference["expect"], reference["end_reason"], reference["failure"]) == ("success", "final answer", None)
+    for run in payload["runs"]:
+        assert (run["metric"], run["direction"], run["sandbox"], run["llm"]) == ("error", "minimize", "local", None)
+        assert Path(run["trace"]).is_file()
+        assert Path(run["run_dir"]) == toy_project / "mlab-results" / "runs" / f"toy-mini-{run['agent']}-s0"
+    assert (toy_project / "mlab-results" / "results.csv").is_file()
+    assert (mlab_cache / "toy" / "mini" / "public" / "data.csv").is_file(), "data is prepared in --mlab-cache"
+
+
+@pytest.mark.slow
+def test_mlab_out_moves_the_results(pytester, toy_project, mlab_cache) -> None:
+    result = run_specs(pytester, "--agent=baseline", "--mlab-out=elsewhere/out", cache_dir=mlab_cache, subprocess=True)
+    result.assert_outcomes(passed=1)
+    assert [run["run_id"] for run in read_results(toy_project, "elsewhere/out")["runs"]] == ["toy[mini-baseline-s0]"]
+    assert not (toy_project / "mlab-results").exists()
+
+
+@pytest.mark.slow
+def test_max_steps_override_reaches_the_run(pytester, toy_project, mlab_cache) -> None:
+    result = run_specs(pytester, "--agent=baseline", "--max-steps=1", cache_dir=mlab_cache, subprocess=True)
+    result.assert_outcomes(passed=1)  # the starter ran in step 1 and wrote its (baseline) submission
+    (run,) = read_results(toy_project)["runs"]
+    assert (run["steps"], run["end_reason"], run["score"]) == (1, "step limit", 90.0)
+
+
+@pytest.mark.slow
+def test_a_run_cut_by_the_step_limit_says_so(pytester, toy_project, mlab_cache) -> None:
+    result = run_specs(pytester, "--agent=reference", "--max-steps=1", cache_dir=mlab_cache, subprocess=True)
+    result.assert_outcomes(failed=1)
+    failures = output_of(result).split("= FAILURES =")[1].split("pytest-mlab results")[0]
+    assert "step limit" in failures, failures
+
+
+@pytest.mark.slow
+def test_results_json_has_no_negative_zero(pytester, toy_project, mlab_cache) -> None:
+    run_specs(pytester, "--agent=baseline", cache_dir=mlab_cache, subprocess=True).assert_outcomes(passed=1)
+    (run,) = read_results(toy_project)["runs"]
+    assert run["improvement"] == 0.0
+    assert math.copysign(1.0, run["improvement"]) == 1.0
+    assert "-0.0" not in (toy_project / "mlab-results" / "results.json").read_text()
+
+
+@pytest.mark.slow
+def test_results_json_settings_keep_their_types(pytester, toy_project, mlab_cache) -> None:
+    result = run_specs(pytester, "--agent=baseline", "--max-steps=3", cache_dir=mlab_cache, subprocess=True)
+    result.assert_outcomes(passed=1)
+    recorded = read_results(toy_project)["settings"]
+    assert recorded["agents"] == ["baseline"]
+    assert recorded["seeds"] == 1
+    assert recorded["max_steps"] == 3
+    assert recorded["variant"] == "mini"
+    assert recorded["cache_dir"] == str(mlab_cache)
+
+
+@pytest.mark.slow
+def test_xdist_runs_report_every_result_once(pytester, toy_project, mlab_cache) -> None:
+    result = run_specs(pytester, "-n", "2", "--seeds=2", cache_dir=mlab_cache, subprocess=True)
+    output = output_of(result)
+    result.assert_outcomes(passed=4)
+    assert output.count("pytest-mlab results") == 1
+    payload = json.loads((toy_project / "mlab-results" / "results.json").read_text())
+    assert sorted(run["run_id"] for run in payload["runs"]) == [
+        "toy[mini-baseline-s0]", "toy[mini-baseline-s1]", "toy[mini-reference-s0]", "toy[mini-reference-s1]"]
+    assert all(run["passed"] for run in payload["runs"])
