@@ -48,7 +48,7 @@ def call_task_function(assets: Path, ref: FunctionRef, arguments: dict[str, Any]
         try:
             completed = subprocess.run([sys.executable, "-m", "pytest_mlab.task_code", str(request), str(result)],
                                        cwd=assets, capture_output=True, text=True, timeout=timeout,
-                                       env=env, errors="replace")
+                                       env=_with_this_package(env), errors="replace")
         except subprocess.TimeoutExpired:
             return TaskCallResult(error=f"{ref} did not finish within {timeout:.0f}s")
         output = (completed.stdout + completed.stderr)[-20000:]
@@ -58,6 +58,14 @@ def call_task_function(assets: Path, ref: FunctionRef, arguments: dict[str, Any]
         payload = json.loads(result.read_text())
         return TaskCallResult(value=payload.get("value"), invalid=payload.get("invalid"),
                               error=payload.get("error"), output=output)
+
+
+def _with_this_package(env: dict[str, str] | None) -> dict[str, str]:
+    """The child imports the same pytest_mlab as this process, whatever else is installed."""
+    env = dict(os.environ if env is None else env)
+    package_root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    return env
 
 
 def _main(request_path: str, result_path: str) -> int:

@@ -10,24 +10,15 @@ written with fixed timestamps so the files are byte-for-byte the same for the sa
 
 from __future__ import annotations
 
-import io
 import pathlib
-import zipfile
 
 import numpy as np
 import pandas as pd
 from sklearn.datasets import load_digits
 
+from pytest_mlab.data.formats import save_npz
+
 TEST_FRACTION = 0.2
-
-
-def save_npz(path: pathlib.Path, **arrays: np.ndarray) -> None:
-    """Like np.savez, but byte-for-byte reproducible (fixed zip timestamps)."""
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as archive:
-        for name, array in arrays.items():
-            buffer = io.BytesIO()
-            np.lib.format.write_array(buffer, np.asarray(array), allow_pickle=False)
-            archive.writestr(zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0)), buffer.getvalue())
 
 
 def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:

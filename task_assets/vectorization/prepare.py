@@ -7,12 +7,12 @@ the expected output, computed here independently of the starter's loops.
 
 from __future__ import annotations
 
-import io
 import json
 import pathlib
-import zipfile
 
 import numpy as np
+
+from pytest_mlab.data.formats import save_npz
 
 # Same configuration as main() in env/train.py, so the agent's own timing matches the graded one.
 CONFIG = {
@@ -37,15 +37,6 @@ def conv2d_reference(features: np.ndarray, kernel: np.ndarray, bias: np.ndarray,
     if activation == "relu":
         out = np.maximum(out, 0.0)
     return out
-
-
-def save_npz(path: pathlib.Path, **arrays: np.ndarray) -> None:
-    """Like np.savez, but byte-for-byte reproducible (fixed zip timestamps)."""
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as archive:
-        for name, array in arrays.items():
-            buffer = io.BytesIO()
-            np.lib.format.write_array(buffer, np.asarray(array), allow_pickle=False)
-            archive.writestr(zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0)), buffer.getvalue())
 
 
 def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
