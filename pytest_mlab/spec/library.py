@@ -195,8 +195,8 @@ def build_agent(raw: RawSpec, library: SpecLibrary, actions: SpecLibrary) -> mod
 
 def build_task(raw: RawSpec, library: SpecLibrary, root: Path) -> models.TaskSpec:
     """Validate a task and check what the schema cannot: files, functions and cross-references."""
-    library.check_unique(raw)
     data, lines = library.resolve(raw)
+    library.check_unique(raw)
     display = raw.display
 
     def fail(path: tuple, message: str) -> SpecError:

@@ -63,6 +63,10 @@ def _message(error: jsonschema.ValidationError) -> str:
             guess = difflib.get_close_matches(extra[0], allowed, n=1)
             hint = f"; did you mean '{guess[0]}'?" if guess else f"; allowed keys: {', '.join(allowed)}"
             return f"unknown key '{extra[0]}'{hint}"
+    if error.validator == "required" and isinstance(error.instance, dict):
+        missing = [key for key in error.validator_value if key not in error.instance]
+        if missing:
+            return f"missing required key '{missing[0]}'"
     if error.validator == "oneOf" and "description" in error.schema:
         return f"{error.instance!r} is not valid: expected {error.schema['description']}"
     if error.validator == "pattern" and "description" in error.schema:

@@ -272,7 +272,7 @@ def test_a_child_fixes_what_its_parent_left_open(layout: Layout) -> None:
     layout.write("specs/tasks/concrete.yaml", "kind: Task\nname: concrete\nextends: abstract\nassets: task_assets/toy\n")
     assert layout.task("specs/tasks/concrete.yaml").metric.grader.function == "score"
     error = layout.task_error("specs/tasks/abstract.yaml")
-    assert error.render().startswith("specs/tasks/abstract.yaml:1: (top level): 'assets' is a required property")
+    assert error.render().startswith("specs/tasks/abstract.yaml:1: (top level): missing required key 'assets'")
 
 
 def test_extends_chains_through_a_grandparent(layout: Layout) -> None:
