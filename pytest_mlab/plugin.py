@@ -45,9 +45,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):
+    """Task specs: any YAML with ``kind: Task``, and everything in ``specs/tasks/`` (so a broken
+    ``kind:`` line there is an error, not a silently skipped file)."""
     if file_path.suffix not in SPEC_SUFFIXES:
         return None
-    if file_path.parent.name == "tasks" or _TASK_KIND.search(_head(file_path)):
+    in_task_folder = file_path.parent.name == "tasks" and file_path.parent.parent.name == "specs"
+    if in_task_folder or _TASK_KIND.search(_head(file_path)):
         return TaskFile.from_parent(parent, path=file_path)
     return None
 

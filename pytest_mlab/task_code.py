@@ -76,7 +76,8 @@ def _main(request_path: str, result_path: str) -> int:
         function = getattr(module, request["function"])
         arguments = {key: Path(value) for key, value in request["paths"].items()}
         arguments.update(request["values"])
-        payload = {"value": function(**arguments)}
+        value = function(**arguments)
+        payload = {"value": value.item() if hasattr(value, "item") else value}  # numpy scalars
         json.dumps(payload)
     except Exception as exc:  # the whole point is to report any failure of task code
         from pytest_mlab.errors import InvalidSubmission

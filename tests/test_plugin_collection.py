@@ -98,6 +98,21 @@ def test_a_task_spec_outside_a_tasks_folder_is_collected_by_its_kind(pytester, t
     assert collected_ids(result) == ["specs/extra/other.yaml::other[mini-baseline-s0]", BASELINE_ID]
 
 
+def test_yaml_in_an_unrelated_tasks_folder_is_left_alone(pytester, toy_project, mlab_cache) -> None:
+    write(toy_project, "ci/tasks/deploy.yaml", "steps: [build, push]\n")
+    result = run_specs(pytester, "--collect-only", "-q", "--agent=baseline", cache_dir=mlab_cache,
+                       targets=("specs", "ci"))
+    assert result.ret == pytest.ExitCode.OK, output_of(result)
+    assert collected_ids(result) == [BASELINE_ID]
+
+
+def test_a_file_in_specs_tasks_with_the_wrong_kind_is_an_error(pytester, toy_project, mlab_cache) -> None:
+    write(toy_project, "specs/tasks/typo.yaml", task_yaml("typo").replace("kind: Task", "kind: Tsk"))
+    result = run_specs(pytester, "--collect-only", "-q", "--agent=baseline", cache_dir=mlab_cache)
+    assert "specs/tasks/typo.yaml:1: kind: expected 'kind: Task', found 'Tsk'" in output_of(result)
+    assert BASELINE_ID in collected_ids(result)
+
+
 def test_action_and_agent_specs_are_not_collected_as_tasks(pytester, toy_project, mlab_cache) -> None:
     result = run_specs(pytester, "--collect-only", "-q", cache_dir=mlab_cache, targets=("specs/actions", "agents"))
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED, output_of(result)
