@@ -78,7 +78,7 @@ class TaskFile(pytest.File):
         for name in names:
             agent = project.agent(name, wanted_by=(settings.agents_source, None, ""))
             agents.append((agent, project.agent_actions(agent)))
-        skip_reason = unmet_requirement(task, settings.variant)
+        skip_reason = unmet_requirement(task, settings.variant, settings.cache_dir)
         _register_tags(config, task.tags)
         for plan in compile_plans(task, agents, settings):
             item = MlabItem.from_parent(self, name=plan.run_id, plan=plan)

@@ -41,6 +41,13 @@ def default_cache_dir() -> Path:
     return Path(base) / "pytest-mlab"
 
 
+def is_prepared(task: TaskSpec, variant: str, cache_dir: Path, *, seed: int = 0) -> bool:
+    """Whether the cache holds this variant, current with its recipe (no lock: a hint for skips)."""
+    recipe = task.data[variant].prepare
+    fingerprint = _recipe_fingerprint(task.assets / recipe.file, str(recipe), seed)
+    return _is_current(cache_dir / task.name / variant, fingerprint)
+
+
 def prepare_data(task: TaskSpec, variant: str, cache_dir: Path, *, seed: int = 0) -> PreparedData:
     entry = cache_dir / task.name / variant
     entry.parent.mkdir(parents=True, exist_ok=True)

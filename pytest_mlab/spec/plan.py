@@ -87,11 +87,16 @@ def compile_plans(task: models.TaskSpec, agents: list[tuple[models.AgentSpec, tu
     return plans
 
 
-def unmet_requirement(task: models.TaskSpec, variant: str) -> str | None:
+def unmet_requirement(task: models.TaskSpec, variant: str, cache_dir: Path) -> str | None:
     """Why this task cannot run here, naming what fixes it; None when it can."""
     if variant not in task.data:
         return (f"task '{task.name}' has no '{variant}' data variant (it has: {', '.join(task.data)}); "
                 f"run with --mlab-data={next(iter(task.data))}")
+    from pytest_mlab.data import is_prepared
+
+    if task.data[variant].requires.network and not is_prepared(task, variant, cache_dir):
+        return (f"the '{variant}' data of task '{task.name}' is not prepared, and preparing it needs the network: "
+                f"run `pytest-mlab prepare {task.name} --data {variant}` first (nothing downloads during a test run)")
     needs = task.requires.merged(task.data[variant].requires)
     missing = [name for name in needs.packages if importlib.util.find_spec(name) is None]
     if missing:

@@ -13,6 +13,8 @@ from pytest_mlab.spec.plan import RunPlan, Settings, compile_plans, unmet_requir
 from pytest_mlab.spec.project import Project
 from tests.helpers import ACTIONS_DIR, AGENTS_DIR, TOY_PROJECT
 
+NO_CACHE = Path("/nonexistent-mlab-cache")  # never consulted unless a variant needs the network
+
 
 @pytest.fixture(scope="module")
 def project() -> Project:
@@ -139,52 +141,52 @@ def with_requires(task: models.TaskSpec, task_level: dict | None = None, variant
 
 
 def test_a_task_with_everything_it_needs_runs(toy) -> None:
-    assert unmet_requirement(toy, "mini") is None
-    assert unmet_requirement(with_requires(toy, {"packages": ["json", "yaml"]}), "mini") is None
+    assert unmet_requirement(toy, "mini", NO_CACHE) is None
+    assert unmet_requirement(with_requires(toy, {"packages": ["json", "yaml"]}), "mini", NO_CACHE) is None
 
 
 def test_a_missing_data_variant_names_the_option_that_fixes_it(toy) -> None:
-    reason = unmet_requirement(toy, "full")
+    reason = unmet_requirement(toy, "full", NO_CACHE)
     assert reason == "task 'toy' has no 'full' data variant (it has: mini); run with --mlab-data=mini"
 
 
 def test_a_missing_package_names_the_package_and_how_to_install(toy) -> None:
-    reason = unmet_requirement(with_requires(toy, {"packages": ["json", "no_such_module_xyz"]}), "mini")
+    reason = unmet_requirement(with_requires(toy, {"packages": ["json", "no_such_module_xyz"]}), "mini", NO_CACHE)
     assert reason is not None
     assert "no_such_module_xyz" in reason and "json" not in reason.split("pip")[0]
     assert "pip install" in reason
 
 
 def test_a_missing_package_of_one_variant(toy) -> None:
-    reason = unmet_requirement(with_requires(toy, variant_level={"packages": ["no_such_module_xyz"]}), "mini")
+    reason = unmet_requirement(with_requires(toy, variant_level={"packages": ["no_such_module_xyz"]}), "mini", NO_CACHE)
     assert reason is not None and "no_such_module_xyz" in reason
 
 
 def test_a_missing_environment_variable_says_what_to_export(toy, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MLAB_TEST_TOKEN", raising=False)
     task = with_requires(toy, {"env": ["MLAB_TEST_TOKEN"]})
-    assert unmet_requirement(task, "mini") == ("needs the environment variables MLAB_TEST_TOKEN: "
+    assert unmet_requirement(task, "mini", NO_CACHE) == ("needs the environment variables MLAB_TEST_TOKEN: "
                                                "export MLAB_TEST_TOKEN=...")
     monkeypatch.setenv("MLAB_TEST_TOKEN", "secret")
-    assert unmet_requirement(task, "mini") is None
+    assert unmet_requirement(task, "mini", NO_CACHE) is None
 
 
 def test_an_empty_environment_variable_counts_as_missing(toy, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MLAB_TEST_TOKEN", "")
-    reason = unmet_requirement(with_requires(toy, variant_level={"env": ["MLAB_TEST_TOKEN"]}), "mini")
+    reason = unmet_requirement(with_requires(toy, variant_level={"env": ["MLAB_TEST_TOKEN"]}), "mini", NO_CACHE)
     assert reason is not None and "MLAB_TEST_TOKEN" in reason
 
 
 def test_all_missing_environment_variables_are_named(toy, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MLAB_TEST_A", raising=False)
     monkeypatch.delenv("MLAB_TEST_B", raising=False)
-    reason = unmet_requirement(with_requires(toy, {"env": ["MLAB_TEST_A"]}, {"env": ["MLAB_TEST_B"]}), "mini")
+    reason = unmet_requirement(with_requires(toy, {"env": ["MLAB_TEST_A"]}, {"env": ["MLAB_TEST_B"]}), "mini", NO_CACHE)
     assert reason is not None and "MLAB_TEST_A" in reason and "MLAB_TEST_B" in reason
 
 
 def test_a_gpu_task_without_a_gpu(toy, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(shutil, "which", lambda name, *args, **kwargs: None)
-    reason = unmet_requirement(with_requires(toy, {"gpu": True}), "mini")
+    reason = unmet_requirement(with_requires(toy, {"gpu": True}), "mini", NO_CACHE)
     assert reason is not None and "GPU" in reason
 
 
@@ -193,3 +195,14 @@ def test_requirements_merge_task_and_variant_levels() -> None:
     variant_level = models.Requirements(packages=("numpy", "torch"), gpu=True, env=("B",))
     merged = task_level.merged(variant_level)
     assert merged == models.Requirements(packages=("numpy", "torch"), gpu=True, network=False, env=("A", "B"))
+
+
+def test_data_that_needs_the_network_is_skipped_until_prepared(toy, tmp_path: Path) -> None:
+    from pytest_mlab.data import prepare_data
+
+    task = with_requires(toy, variant_level={"network": True})
+    reason = unmet_requirement(task, "mini", tmp_path / "cache")
+    assert reason == ("the 'mini' data of task 'toy' is not prepared, and preparing it needs the network: "
+                      "run `pytest-mlab prepare toy --data mini` first (nothing downloads during a test run)")
+    prepare_data(task, "mini", tmp_path / "cache")  # the toy recipe is local; stands in for a download
+    assert unmet_requirement(task, "mini", tmp_path / "cache") is None

@@ -1,0 +1,50 @@
+"""``pytest-mlab``: commands around a benchmark run that are not a test session.
+
+``pytest-mlab prepare TASK [--data VARIANT]`` prepares a task's data into the cache, the one
+step allowed to reach the network; test runs then find it there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pytest_mlab.data import default_cache_dir, prepare_data
+from pytest_mlab.errors import MlabError
+from pytest_mlab.spec.library import SpecLibrary, build_task
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="pytest-mlab", description="pytest-mlab commands besides pytest itself")
+    commands = parser.add_subparsers(dest="command", required=True)
+    prepare = commands.add_parser("prepare", help="prepare a task's data into the cache")
+    prepare.add_argument("tasks", nargs="+", metavar="TASK", help="task names, as in specs/tasks")
+    prepare.add_argument("--data", default="mini", metavar="VARIANT", help="data variant (default: mini)")
+    prepare.add_argument("--cache", type=Path, default=None, help=f"cache folder (default: {default_cache_dir()})")
+    prepare.add_argument("--root", type=Path, default=Path("."), help="project root (default: the current folder)")
+    prepare.add_argument("--tasks-dir", default="specs/tasks", help="Task specs folder, relative to the root")
+    args = parser.parse_args(argv)
+    try:
+        return _prepare(args)
+    except MlabError as exc:
+        print(f"pytest-mlab: {exc}", file=sys.stderr)
+        return 2
+
+
+def _prepare(args: argparse.Namespace) -> int:
+    root = args.root.resolve()
+    library = SpecLibrary("Task", [root / args.tasks_dir])
+    cache = (args.cache or default_cache_dir()).resolve()
+    for name in args.tasks:
+        task = build_task(library.raw(name, wanted_by=("TASK", None, "")), library, root)
+        if args.data not in task.data:
+            raise MlabError(f"task '{name}' has no '{args.data}' data variant; it has: {', '.join(task.data)}")
+        data = prepare_data(task, args.data, cache)
+        files = data.public_files()
+        print(f"{name} [{args.data}]: {len(files)} data file(s) in {data.public}; answers in {data.hidden}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""The ``pytest-mlab`` command: preparing data outside a test session."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+from pytest_mlab.cli import main
+from tests.helpers import TOY_PROJECT
+
+
+def test_prepare_writes_the_cache_a_test_run_uses(tmp_path, capsys):
+    root = tmp_path / "project"
+    shutil.copytree(TOY_PROJECT, root)
+    code = main(["prepare", "toy", "--root", str(root), "--cache", str(tmp_path / "cache")])
+    assert code == 0
+    assert (tmp_path / "cache/toy/mini/public/data.csv").exists()
+    assert (tmp_path / "cache/toy/mini/hidden/answer.txt").exists()
+    assert "toy [mini]: 1 data file(s)" in capsys.readouterr().out
+
+
+def test_prepare_names_what_is_wrong(tmp_path, capsys):
+    root = tmp_path / "project"
+    shutil.copytree(TOY_PROJECT, root)
+    assert main(["prepare", "toi", "--root", str(root), "--cache", str(tmp_path / "cache")]) == 2
+    assert "unknown task 'toi'; did you mean 'toy'?" in capsys.readouterr().err
+    assert main(["prepare", "toy", "--data", "full", "--root", str(root), "--cache", str(tmp_path / "c")]) == 2
+    assert "task 'toy' has no 'full' data variant; it has: mini" in capsys.readouterr().err
+
+
+def test_the_console_script_is_installed():
+    found = shutil.which("pytest-mlab")
+    assert found, "pip install -e . installs the pytest-mlab command"
+    completed = subprocess.run([found, "--help"], capture_output=True, text=True, timeout=60)
+    assert completed.returncode == 0 and "prepare" in completed.stdout
