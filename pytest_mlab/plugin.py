@@ -9,7 +9,7 @@ import pytest
 
 from pytest_mlab.errors import MlabError, SpecError, UsageError
 from pytest_mlab.options import add_options, read_settings, spec_folder
-from pytest_mlab.results.record import RESULT_PROPERTY, RunResult
+from pytest_mlab.results.record import RESULT_PROPERTY
 from pytest_mlab.spec.library import SPEC_SUFFIXES
 from pytest_mlab.spec.plan import RunPlan, Settings, compile_plans, unmet_requirement
 from pytest_mlab.spec.project import Project
@@ -41,7 +41,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):
         from pytest_mlab.results.collector import ResultsReporter
 
-        config.pluginmanager.register(ResultsReporter(config, settings), "mlab-results")
+        config.pluginmanager.register(ResultsReporter(settings, project), "mlab-results")
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):
@@ -133,10 +133,3 @@ class MlabItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, self.plan.task.line - 1, self.name
-
-
-def result_from_report(report: pytest.TestReport) -> RunResult | None:
-    for name, value in getattr(report, "user_properties", ()):
-        if name == RESULT_PROPERTY:
-            return RunResult.from_dict(value)
-    return None

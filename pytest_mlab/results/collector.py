@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from dataclasses import asdict
+from pathlib import Path
 
 import pytest
 
+from pytest_mlab.errors import SpecError
 from pytest_mlab.results.record import RESULT_PROPERTY, RunResult
 from pytest_mlab.results.store import render_table, write_results
 from pytest_mlab.spec.plan import Settings
+from pytest_mlab.spec.project import Project
 
 _ITEM_ID = re.compile(r"::(?P<task>[^\[]+)\[(?P<params>[^\]]*)\]$")
 _TASK_ITEM = re.compile(r"\.ya?ml::[^\[]+\[[^\]]*\]$")
@@ -19,9 +21,9 @@ _TASK_ITEM = re.compile(r"\.ya?ml::[^\[]+\[[^\]]*\]$")
 class ResultsReporter:
     """Registered only where results meet: never on an xdist worker."""
 
-    def __init__(self, config: pytest.Config, settings: Settings) -> None:
-        self.config = config
+    def __init__(self, settings: Settings, project: Project) -> None:
         self.settings = settings
+        self.project = project
         self.results: dict[str, RunResult] = {}
         self.results_path = None
 
@@ -36,13 +38,10 @@ class ResultsReporter:
             self.results[report.nodeid] = _crashed_from_report(report, self.settings, self._agent_names())
 
     def _agent_names(self) -> list[str]:
-        from pytest_mlab.errors import SpecError
-        from pytest_mlab.plugin import PROJECT
-
         if self.settings.agents:
             return list(self.settings.agents)
         try:
-            return self.config.stash[PROJECT].default_agents()
+            return self.project.default_agents()
         except SpecError:
             return []
 
