@@ -15,6 +15,7 @@ from pytest_mlab.agents import load_agent
 from pytest_mlab.data import prepare_data
 from pytest_mlab.env import Environment, ReadOnlyRules
 from pytest_mlab.env import environment as ends
+from pytest_mlab.env.deadline import RunTimedOut, deadline
 from pytest_mlab.grading.grader import grade_snapshot
 from pytest_mlab.grading.verdict import judge
 from pytest_mlab.results.record import RunResult
@@ -43,9 +44,12 @@ def execute(plan: RunPlan, nodeid: str) -> RunResult:
                           trace=trace, snapshots=snapshots, research_problem=plan.task.description)
         interrupted, detail = False, None
         try:
-            load_agent(plan).run(env)
+            with deadline(plan.limits.max_time):
+                load_agent(plan).run(env)
             if not env.done:
                 env.end(ends.NO_FINAL_ANSWER)
+        except RunTimedOut as exc:
+            env.end(ends.TIME_LIMIT, str(exc))
         except KeyboardInterrupt:
             interrupted = True
             env.end(ends.INTERRUPTED, "Ctrl-C")

@@ -15,6 +15,7 @@ AGENTS = {
     "raiser": "raise RuntimeError('agent bug')",
     "quitter": "raise KeyboardInterrupt",
     "idler": "pass",
+    "hanger": "import time; time.sleep(600)",
     "looper": "[env.step('Execute Script', {'script_name': 'train.py'}) for _ in range(10)]",
 }
 
@@ -97,3 +98,15 @@ def test_no_final_answer_and_step_limit_are_failure_categories(pytester, project
     # the looper re-ran the poor starter, which overwrote its good submission
     assert runs["looper"]["end_reason"] == "step limit" and runs["looper"]["steps"] == 3
     assert runs["looper"]["failure"] == "step limit"
+
+
+@pytest.mark.slow
+def test_an_agent_stuck_between_steps_is_stopped_at_the_time_limit_and_graded(pytester, project):
+    result, results = run(pytester, project, "--agent=hanger", "--max-time=2s")
+    result.assert_outcomes(passed=1)  # it wrote the right answer before hanging
+    row = runs_by_agent(results)["hanger"]
+    assert row["end_reason"] == "timeout" and row["valid"] and row["score"] == 0.0
+    assert row["wall_time"] < 60
+    trace = read_trace(project / "mlab-results/runs/toy-mini-hanger-s0/trace.jsonl")
+    ended = [r for r in trace if r["type"] == "ended"][0]
+    assert ended["reason"] == "timeout" and "max_time 2s" in ended["detail"]
