@@ -9,6 +9,11 @@ A manifest maps each relative path to ``{"sha256", "size", "mode"}`` for a regul
 ``{"symlink": target}`` for a symbolic link, and lists empty directories. Its id is the hash of
 its canonical JSON, so identical steps share one manifest and the whole store is deduplicated.
 
+On disk, a manifest is usually stored as a delta against the one written before it by the same
+store (``{"base": id, "set": {changed entries}, "unset": [removed paths], "dirs": [...]}``), so a
+step that changes one file of a 10,000-file workspace costs one entry, not 10,000. Every
+``MAX_CHAIN``-th manifest is stored whole, bounding the work to read any one of them.
+
 Safety and cost:
 
 * The walk never follows a symlink: it holds a directory fd at each level (``os.fwalk``) and
@@ -44,6 +49,7 @@ from typing import Any, BinaryIO
 from pytest_mlab.errors import TraceError
 
 _FORMAT = 1
+MAX_CHAIN = 32  # deltas between two whole manifests
 _CHUNK = 1 << 20
 _TMP_PREFIX = ".tmp-"
 _ID_RE = re.compile(r"[0-9a-f]{16}")
@@ -91,6 +97,8 @@ class SnapshotStore:
         self._manifests.mkdir(parents=True, exist_ok=True)
         self._cache: dict[_CacheKey, str] = {}
         self._known: set[str] = set()  # digests seen in the store by this instance
+        self._previous: tuple[str, dict[str, Any], int] | None = None  # id, files, chain length
+        self._read_cache: dict[str, dict[str, Any]] = {}  # the last manifests read back
 
     # ------------------------------------------------------------------ snapshot
 
@@ -226,11 +234,13 @@ class SnapshotStore:
 
     def _write_manifest(self, files: dict[str, dict[str, Any]], dirs: list[str]) -> tuple[str, int]:
         """Store the manifest under the hash of its canonical JSON; returns (id, bytes added)."""
-        data = _canonical({"format": _FORMAT, "files": files, "dirs": dirs})
-        snapshot_id = hashlib.sha256(data).hexdigest()[:16]
+        snapshot_id = hashlib.sha256(_canonical({"format": _FORMAT, "files": files, "dirs": dirs})).hexdigest()[:16]
         final = self._manifest_path(snapshot_id)
         if final.exists():
+            self._remember(snapshot_id, files, self._chain_length(snapshot_id))
             return snapshot_id, 0
+        stored, chain = self._stored_form(files, dirs)
+        data = _canonical(stored)
         fd, tmp_name = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=self._manifests)
         try:
             with open(fd, "wb") as out:
@@ -239,7 +249,43 @@ class SnapshotStore:
             os.replace(tmp_name, final)
         finally:
             _unlink_quietly(Path(tmp_name))
+        self._remember(snapshot_id, files, chain)
         return snapshot_id, len(data)
+
+    def _stored_form(self, files: dict[str, dict[str, Any]], dirs: list[str]) -> tuple[dict[str, Any], int]:
+        """A delta against the previous manifest while the chain is short, else the whole manifest."""
+        if self._previous is None or self._previous[2] >= MAX_CHAIN:
+            return {"format": _FORMAT, "files": files, "dirs": dirs}, 0
+        base_id, base_files, chain = self._previous
+        changed = {rel: entry for rel, entry in files.items() if base_files.get(rel) != entry}
+        removed = sorted(rel for rel in base_files if rel not in files)
+        return {"format": _FORMAT, "base": base_id, "set": changed, "unset": removed, "dirs": dirs}, chain + 1
+
+    def _remember(self, snapshot_id: str, files: dict[str, dict[str, Any]], chain: int) -> None:
+        self._previous = (snapshot_id, files, chain)
+
+    def _chain_length(self, snapshot_id: str) -> int:
+        """How many deltas lead to this stored manifest from a whole one."""
+        length = 0
+        stored = self._read_stored(snapshot_id)
+        while "base" in stored:
+            length += 1
+            stored = self._read_stored(stored["base"])
+        return length
+
+    def _read_stored(self, snapshot_id: str) -> dict[str, Any]:
+        path = self._manifest_path(snapshot_id)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise TraceError(f"no snapshot {snapshot_id!r} in the store at {self.root}") from None
+        try:
+            stored = json.loads(data)
+        except ValueError as exc:
+            raise TraceError(f"snapshot manifest {path} is corrupt: {exc}") from None
+        if not isinstance(stored, dict):
+            raise TraceError(f"snapshot manifest {path} is corrupt: not an object")
+        return stored
 
     def _sync(self, out: BinaryIO) -> None:
         """Force a new blob or manifest to disk so a power cut cannot leave it empty."""
@@ -250,18 +296,28 @@ class SnapshotStore:
     # ------------------------------------------------------------------ reading
 
     def manifest(self, snapshot_id: str) -> dict[str, Any]:
-        """The manifest of a stored snapshot: ``{"format", "files", "dirs"}``."""
-        path = self._manifest_path(snapshot_id)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise TraceError(f"no snapshot {snapshot_id!r} in the store at {self.root}") from None
-        try:
-            manifest = json.loads(data)
-        except ValueError as exc:
-            raise TraceError(f"snapshot manifest {path} is corrupt: {exc}") from None
+        """The manifest of a stored snapshot: ``{"format", "files", "dirs"}``, deltas applied."""
+        if snapshot_id in self._read_cache:
+            cached = self._read_cache[snapshot_id]
+            return {"format": cached["format"], "files": dict(cached["files"]), "dirs": list(cached["dirs"])}
+        chain = [self._read_stored(snapshot_id)]
+        while "base" in chain[-1]:
+            if len(chain) > MAX_CHAIN + 1:
+                raise TraceError(f"snapshot manifest {snapshot_id} is corrupt: its delta chain does not end")
+            chain.append(self._read_stored(chain[-1]["base"]))
+        files = dict(chain[-1].get("files") or {})
+        for delta in reversed(chain[:-1]):
+            if not isinstance(delta.get("set"), dict) or not isinstance(delta.get("unset"), list):
+                raise TraceError(f"snapshot manifest {snapshot_id} is corrupt: a delta lacks 'set' or 'unset'")
+            for rel in delta["unset"]:
+                files.pop(rel, None)
+            files.update(delta["set"])
+        manifest = {"format": chain[0].get("format"), "files": files, "dirs": chain[0].get("dirs")}
         _check_manifest(snapshot_id, manifest)
-        return manifest
+        if len(self._read_cache) >= 8:
+            self._read_cache.pop(next(iter(self._read_cache)))
+        self._read_cache[snapshot_id] = manifest
+        return {"format": manifest["format"], "files": dict(files), "dirs": list(manifest["dirs"])}
 
     def materialize(self, snapshot_id: str, dest: Path | str, *, link: bool = True) -> None:
         """Recreate a snapshot's tree in ``dest`` (which must be absent or empty).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import threading
@@ -575,3 +576,77 @@ def test_stored_bytes_counts_a_shared_inode_once(workspace: Path, store: Snapsho
     manifests = sum(p.stat().st_size for p in (store.root / "manifests").iterdir())
     assert store.stored_bytes() == 5000 + manifests
     assert first.id != second.id
+
+
+# ---------------------------------------------------------------------- delta manifests
+
+
+def _many_files(workspace: Path, count: int) -> None:
+    workspace.mkdir(exist_ok=True)
+    for index in range(count):
+        (workspace / f"f{index:04d}.py").write_text(f"x = {index}\n")
+
+
+def test_a_step_that_changes_one_file_of_many_stores_a_small_manifest(tmp_path: Path) -> None:
+    from pytest_mlab.trace.snapshots import MAX_CHAIN
+
+    workspace = tmp_path / "ws"
+    _many_files(workspace, 2000)
+    store = SnapshotStore(tmp_path / "store", fsync=False)
+    first = store.snapshot(workspace)
+    assert first.new_bytes > 2000 * 50  # the first manifest lists every file
+    for step in range(MAX_CHAIN):
+        (workspace / "f0001.py").write_text(f"x = {step}  # edited\n")
+        snap = store.snapshot(workspace)
+        assert snap.new_bytes < 1500, f"step {step} stored {snap.new_bytes} bytes"
+        assert snap.files == 2000
+
+
+def test_delta_manifests_read_back_exactly_as_whole_ones(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    _many_files(workspace, 30)
+    deltas = SnapshotStore(tmp_path / "deltas", fsync=False)
+    ids = []
+    for step in range(80):  # crosses two whole-manifest boundaries
+        if step % 3 == 0:
+            (workspace / f"new{step}.txt").write_text(str(step))
+        if step % 5 == 0 and (workspace / f"f{step % 30:04d}.py").exists():
+            (workspace / f"f{step % 30:04d}.py").unlink()
+        if step % 7 == 0:
+            (workspace / f"dir{step}").mkdir()
+        (workspace / "changing.py").write_text(f"step = {step}\n")
+        ids.append((deltas.snapshot(workspace).id, SnapshotStore(tmp_path / f"whole{step}", fsync=False)))
+        whole_store = ids[-1][1]
+        assert whole_store.snapshot(workspace).id == ids[-1][0]  # same state, same id
+    reader = SnapshotStore(tmp_path / "deltas", fsync=False)  # a fresh instance: no cached state
+    for snapshot_id, whole_store in ids:
+        assert reader.manifest(snapshot_id) == whole_store.manifest(snapshot_id)
+    reader.materialize(ids[40][0], tmp_path / "restored")
+    assert (tmp_path / "restored" / "changing.py").read_text() == "step = 40\n"
+
+
+def test_the_delta_chain_is_bounded(tmp_path: Path) -> None:
+    from pytest_mlab.trace.snapshots import MAX_CHAIN
+
+    workspace = tmp_path / "ws"
+    _many_files(workspace, 3)
+    store = SnapshotStore(tmp_path / "store", fsync=False)
+    whole = 0
+    for step in range(2 * MAX_CHAIN + 3):
+        (workspace / "a.py").write_text(str(step))
+        snapshot_id = store.snapshot(workspace).id
+        stored = json.loads((tmp_path / "store" / "manifests" / f"{snapshot_id}.json").read_text())
+        whole += "base" not in stored
+    assert whole == 3
+
+
+def test_a_delta_whose_base_is_missing_is_reported(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    _many_files(workspace, 3)
+    store = SnapshotStore(tmp_path / "store", fsync=False)
+    first = store.snapshot(workspace).id
+    (workspace / "a.py").write_text("changed")
+    second = store.snapshot(workspace).id
+    (tmp_path / "store" / "manifests" / f"{first}.json").unlink()
+    with pytest.raises(TraceError, match=f"no snapshot '{first}'"):
+        SnapshotStore(tmp_path / "store").manifest(second)
