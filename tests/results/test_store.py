@@ -1,0 +1,56 @@
+"""results.json, results.csv and the terminal table from constructed results."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from pytest_mlab.results.record import RunResult
+from pytest_mlab.results.store import render_table, write_results
+
+
+def result(task: str = "digits", agent: str = "reference", **changes) -> RunResult:
+    values = dict(nodeid=f"specs/tasks/{task}.yaml::{task}[mini-{agent}-s0]", run_id=f"{task}[mini-{agent}-s0]",
+                  task=task, agent=agent, llm=None, seed=0, variant="mini", sandbox="local", metric="accuracy",
+                  direction="maximize", expect="success", passed=True, score=0.97, baseline=0.6045,
+                  improvement=0.6046, success=True, valid=True, invalid_reason=None, end_reason="final answer",
+                  failure=None, message="accuracy 0.97 vs baseline 0.6045: +60.5%, needs > +10%", steps=3,
+                  wall_time=16.2)
+    values.update(changes)
+    return RunResult(**values)
+
+
+def test_results_json_and_csv_hold_every_run_in_node_id_order(tmp_path):
+    runs = [result("vectorization"), result("diabetes", "baseline", expect="baseline"), result()]
+    path = write_results(tmp_path, runs, {"seeds": 1, "agents": []})
+    payload = json.loads(path.read_text())
+    assert payload["version"] == 1 and payload["settings"] == {"seeds": 1, "agents": []}
+    assert [run["task"] for run in payload["runs"]] == ["diabetes", "digits", "vectorization"]
+    assert RunResult.from_dict(payload["runs"][1]) == result()
+    frame = pd.read_csv(tmp_path / "results.csv")
+    assert list(frame["task"]) == ["diabetes", "digits", "vectorization"]
+    assert list(frame.columns) == list(RunResult.__dataclass_fields__)
+
+
+def test_the_table_shows_failures_llms_and_missing_scores():
+    table = render_table([
+        result(),
+        result("digits", "research", llm="gpt-4", passed=False, success=False, score=None, improvement=None,
+               valid=False, failure="invalid submission"),
+        result("diabetes", "baseline", improvement=-1e-9, success=False),
+    ])
+    lines = table.splitlines()
+    assert lines[0].split() == ["task", "agent", "seed", "score", "baseline", "improvement", "success", "steps",
+                                "time", "result"]
+    research = next(line for line in lines if "research" in line)
+    assert "research (gpt-4)" in research and "FAIL: invalid submission" in research
+    assert research.split()[4] == "-"  # no score
+    baseline = next(line for line in lines if "baseline " in line and "diabetes" in line)
+    assert "+0.0%" in baseline  # a rounding-size change is not shown as -0.0%
+    assert "PASS" in next(line for line in lines if "reference" in line)
+
+
+def test_from_dict_ignores_fields_it_does_not_know():
+    data = {**result().to_dict(), "added_in_a_later_version": 1}
+    assert RunResult.from_dict(data) == result()
