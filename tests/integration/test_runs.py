@@ -101,8 +101,9 @@ def test_no_final_answer_and_step_limit_are_failure_categories(pytester, project
 
 
 @pytest.mark.slow
-def test_an_agent_stuck_between_steps_is_stopped_at_the_time_limit_and_graded(pytester, project):
-    result, results = run(pytester, project, "--agent=hanger", "--max-time=2s")
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["in-process", "xdist"])
+def test_an_agent_stuck_between_steps_is_stopped_at_the_time_limit_and_graded(pytester, project, workers):
+    result, results = run(pytester, project, "--agent=hanger", "--max-time=2s", *workers)
     result.assert_outcomes(passed=1)  # it wrote the right answer before hanging
     row = runs_by_agent(results)["hanger"]
     assert row["end_reason"] == "timeout" and row["valid"] and row["score"] == 0.0
