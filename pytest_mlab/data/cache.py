@@ -43,16 +43,13 @@ def default_cache_dir() -> Path:
 
 def is_prepared(task: TaskSpec, variant: str, cache_dir: Path, *, seed: int = 0) -> bool:
     """Whether the cache holds this variant, current with its recipe (no lock: a hint for skips)."""
-    recipe = task.data[variant].prepare
-    fingerprint = _recipe_fingerprint(task.assets / recipe.file, str(recipe), seed)
-    return _is_current(cache_dir / task.name / variant, fingerprint)
+    return _is_current(cache_dir / task.name / variant, _recipe_fingerprint(task, variant, seed))
 
 
 def prepare_data(task: TaskSpec, variant: str, cache_dir: Path, *, seed: int = 0) -> PreparedData:
     entry = cache_dir / task.name / variant
     entry.parent.mkdir(parents=True, exist_ok=True)
-    recipe = task.data[variant].prepare
-    fingerprint = _recipe_fingerprint(task.assets / recipe.file, str(recipe), seed)
+    fingerprint = _recipe_fingerprint(task, variant, seed)
     with open(entry.parent / f".{variant}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not _is_current(entry, fingerprint):
@@ -60,9 +57,11 @@ def prepare_data(task: TaskSpec, variant: str, cache_dir: Path, *, seed: int = 0
     return PreparedData(entry / "public", entry / "hidden")
 
 
-def _recipe_fingerprint(recipe_file: Path, ref: str, seed: int) -> str:
-    digest = hashlib.sha256(recipe_file.read_bytes())
-    digest.update(f"{ref}:{seed}".encode())
+def _recipe_fingerprint(task: TaskSpec, variant: str, seed: int) -> str:
+    """Changes whenever the recipe's file, function or seed changes."""
+    recipe = task.data[variant].prepare
+    digest = hashlib.sha256((task.assets / recipe.file).read_bytes())
+    digest.update(f"{recipe}:{seed}".encode())
     return digest.hexdigest()
 
 
