@@ -19,7 +19,7 @@ from pytest_mlab.env.deadline import RunTimedOut, deadline
 from pytest_mlab.grading.grader import grade_snapshot
 from pytest_mlab.grading.verdict import judge
 from pytest_mlab.results.record import RunResult
-from pytest_mlab.sandbox import open_sandbox
+from pytest_mlab.sandbox import SandboxOptions, open_sandbox
 from pytest_mlab.spec.plan import RunPlan
 from pytest_mlab.trace import SnapshotStore, TraceWriter
 
@@ -33,7 +33,7 @@ def execute(plan: RunPlan, nodeid: str) -> RunResult:
     trace_path = run_dir / "trace.jsonl"
     data_files = data.public_files()
     read_only = ReadOnlyRules(frozenset(data_files), plan.task.read_only)
-    with TraceWriter(trace_path) as trace, open_sandbox(plan.sandbox) as sandbox:
+    with TraceWriter(trace_path) as trace, open_sandbox(plan.sandbox, options=sandbox_options(plan)) as sandbox:
         trace.write({"type": "run", "run_id": plan.run_id, "nodeid": nodeid, "task": plan.task.name,
                      "agent": plan.agent.name, "llm": plan.llm, "seed": plan.seed, "variant": plan.variant,
                      "sandbox": sandbox.name, "limits": vars(plan.limits), "actions": [a.name for a in plan.actions],
@@ -71,6 +71,12 @@ def execute(plan: RunPlan, nodeid: str) -> RunResult:
     if interrupted:
         raise KeyboardInterrupt
     return result
+
+
+def sandbox_options(plan: RunPlan) -> SandboxOptions:
+    """The task's limits and run-time requirements, as the sandbox backends take them."""
+    return SandboxOptions(memory=plan.limits.memory, network=plan.task.requires.network,
+                          gpu=plan.task.requires.gpu, label=plan.run_id)
 
 
 def _populate(sandbox, plan: RunPlan, public: Path, data_files: list[str]) -> None:

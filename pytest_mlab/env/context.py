@@ -30,6 +30,8 @@ class ActionContext:
     read_only: ReadOnlyRules
     remaining_time: float
     low_level: list[dict[str, Any]] = field(default_factory=list)
+    llm: Any = None  # pytest_mlab.llm.LLM for composite actions; None when the agent has no LLM
+    human: Any = None  # a callable answering Request Help when a human is present, else None
     backups: dict[str, list[bytes | None]] = field(default_factory=dict)
 
     def writable(self, user_path: str) -> str:

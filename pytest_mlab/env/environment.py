@@ -31,7 +31,7 @@ NO_FINAL_ANSWER = "no final answer"
 class Environment:
     def __init__(self, *, sandbox: Sandbox, actions: tuple[ActionSpec, ...], limits: Limits,
                  read_only: ReadOnlyRules, trace: TraceWriter, snapshots: SnapshotStore,
-                 research_problem: str) -> None:
+                 research_problem: str, llm: Any = None, human: Any = None) -> None:
         self.sandbox = sandbox
         self.actions = {spec.name: spec for spec in actions}
         self.limits = limits
@@ -39,6 +39,8 @@ class Environment:
         self.trace = trace
         self.snapshots = snapshots
         self.research_problem = research_problem
+        self.llm = llm  # pytest_mlab.llm.LLM, shared by the agent and composite actions
+        self.human = human
         self.steps = 0
         self.end_reason: str | None = None
         self.final_answer: str | None = None
@@ -68,7 +70,7 @@ class Environment:
             return f"EnvError: the run has ended ({self.end_reason}); no more actions are accepted"
         started_wall, started = time.time(), time.monotonic()
         context = ActionContext(self.sandbox, self.limits, self.read_only, self.remaining_time(),
-                                backups=self._backups)
+                                backups=self._backups, llm=self.llm, human=self.human)
         is_error = False
         try:
             spec = self._spec(action)

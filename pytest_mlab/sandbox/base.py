@@ -20,6 +20,22 @@ class ExecResult:
 
 
 @dataclass(frozen=True)
+class SandboxOptions:
+    """What a run asks of its sandbox, from the task's limits and requirements.
+
+    Backends that can enforce a field do (docker, bwrap); the local backend enforces what plain
+    processes allow and ignores the rest. ``None`` means "no limit beyond the backend's default".
+    """
+
+    memory: int | None = None  # bytes, for everything the run's commands start
+    cpus: float | None = None
+    pids: int | None = None  # most processes/threads at once (fork-bomb guard)
+    network: bool = False  # the task's spec asked for network access at run time
+    gpu: bool = False  # the task needs a GPU (backends pass one through only when present)
+    label: str = ""  # the run id, for naming/labelling containers and temp folders
+
+
+@dataclass(frozen=True)
 class Entry:
     """One directory entry as ``list`` reports it."""
 

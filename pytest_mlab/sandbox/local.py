@@ -33,7 +33,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Callable, Iterable, Iterator, NamedTuple
 
 from pytest_mlab.errors import EnvError, SandboxError
-from pytest_mlab.sandbox.base import Entry, ExecResult, Sandbox
+from pytest_mlab.sandbox.base import Entry, ExecResult, Sandbox, SandboxOptions
 from pytest_mlab.sandbox.environ import clean_environment
 from pytest_mlab.sandbox.paths import normalize_relpath, resolve_in_workspace
 
@@ -443,8 +443,13 @@ class LocalSandbox(Sandbox):
     python = sys.executable  # the harness's interpreter: the one with the task's packages
 
     def __init__(
-        self, workspace: Path | None = None, *, base_env: dict[str, str] | None = None
+        self,
+        workspace: Path | None = None,
+        *,
+        base_env: dict[str, str] | None = None,
+        options: SandboxOptions | None = None,
     ) -> None:
+        self.options = options or SandboxOptions()
         self._owns_workspace = workspace is None
         if workspace is None:
             workspace = Path(tempfile.mkdtemp(prefix="mlab-ws-"))

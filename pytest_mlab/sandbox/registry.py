@@ -24,7 +24,10 @@ SANDBOX_KINDS: tuple[str, ...] = tuple(_FACTORIES)
 
 
 def open_sandbox(kind: str, **kwargs: Any) -> Sandbox:
-    """Create a sandbox of the named kind; keyword arguments go to the backend's constructor."""
+    """Create a sandbox of the named kind; keyword arguments go to the backend's constructor.
+
+    Every backend's constructor accepts ``options: SandboxOptions | None`` (the run's limits).
+    """
     factory = _FACTORIES.get(kind)
     if factory is None:
         known = ", ".join(SANDBOX_KINDS)

@@ -1,0 +1,47 @@
+"""The contract between agents/composite actions and the LLM layer.
+
+Agents and actions depend only on this module; providers (litellm, scripted, replay, human)
+implement :class:`LLM`. Every call is recorded in the trace by the session that owns the client.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+from pytest_mlab.errors import MlabError
+
+#: The three roles of the paper's agent: the main model, a fast one for summaries and file
+#: understanding, and one for code edits.
+ROLES = ("main", "fast", "edit")
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One answered call, as the trace records it."""
+
+    text: str
+    model: str
+    role: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0  # USD; 0 when the price is unknown
+    latency: float = 0.0  # seconds, retries included
+    cached: bool = False  # answered from the on-disk cache, no provider call
+    retries: int = 0
+
+
+class TokenLimitExceeded(MlabError):
+    """The prompt no longer fits the model's context: the run ends as ``token limit``."""
+
+
+class LLMError(MlabError):
+    """A provider failed for good (retries exhausted, bad key, divergent replay)."""
+
+
+class LLM(Protocol):
+    """What agents and composite actions call. ``role`` picks the model; ``purpose`` labels the
+    call in the trace (e.g. ``"research step"``, ``"summarise observation"``, ``"edit script"``)."""
+
+    def complete(self, prompt: str, *, role: str = "main", stop: Sequence[str] = (),
+                 purpose: str = "") -> str: ...
