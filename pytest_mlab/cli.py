@@ -1,7 +1,8 @@
 """``pytest-mlab``: commands around a benchmark run that are not a test session.
 
 ``pytest-mlab prepare TASK [--data VARIANT]`` prepares a task's data into the cache, the one
-step allowed to reach the network; test runs then find it there.
+step allowed to reach the network; test runs then find it there. The recipe's output (download
+progress) goes to the terminal; an interrupted download resumes when the command is run again.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from pytest_mlab.data import default_cache_dir, prepare_data
+from pytest_mlab.data import default_cache_dir, is_prepared, prepare_data
 from pytest_mlab.errors import MlabError
 from pytest_mlab.spec.library import SpecLibrary, build_task
 
@@ -24,9 +25,12 @@ def main(argv: list[str] | None = None) -> int:
     prepare.add_argument("--cache", type=Path, default=None, help=f"cache folder (default: {default_cache_dir()})")
     prepare.add_argument("--root", type=Path, default=Path("."), help="project root (default: the current folder)")
     prepare.add_argument("--tasks-dir", default="specs/tasks", help="Task specs folder, relative to the root")
+    from pytest_mlab.results.commands import add_commands
+
+    add_commands(commands)
     args = parser.parse_args(argv)
     try:
-        return _prepare(args)
+        return args.run(args) if "run" in args else _prepare(args)
     except MlabError as exc:
         print(f"pytest-mlab: {exc}", file=sys.stderr)
         return 2
@@ -40,7 +44,9 @@ def _prepare(args: argparse.Namespace) -> int:
         task = build_task(library.raw(name, wanted_by=("TASK", None, "")), library, root)
         if args.data not in task.data:
             raise MlabError(f"task '{name}' has no '{args.data}' data variant; it has: {', '.join(task.data)}")
-        data = prepare_data(task, args.data, cache)
+        state = "already prepared" if is_prepared(task, args.data, cache) else "preparing..."
+        print(f"{name} [{args.data}]: {state}", flush=True)
+        data = prepare_data(task, args.data, cache, stream=True)
         files = data.public_files()
         print(f"{name} [{args.data}]: {len(files)} data file(s) in {data.public}; answers in {data.hidden}")
     return 0

@@ -33,10 +33,11 @@ class TaskCallResult:
     output: str = ""  # what the function printed
 
 
-def call_task_function(assets: Path, ref: FunctionRef, arguments: dict[str, Any], *, timeout: float,
-                       env: dict[str, str] | None = None) -> TaskCallResult:
+def call_task_function(assets: Path, ref: FunctionRef, arguments: dict[str, Any], *, timeout: float | None,
+                       env: dict[str, str] | None = None, stream: bool = False) -> TaskCallResult:
     """Call ``assets/ref.file:ref.function(**arguments)``; ``Path`` arguments arrive as ``Path``,
-    others as their JSON values."""
+    others as their JSON values. ``stream`` lets what the function prints (download progress)
+    go straight to this process's terminal instead of into ``output``."""
     with tempfile.TemporaryDirectory(prefix="mlab-call-") as scratch:
         request = Path(scratch) / "request.json"
         result = Path(scratch) / "result.json"
@@ -47,11 +48,11 @@ def call_task_function(assets: Path, ref: FunctionRef, arguments: dict[str, Any]
                                                   if not isinstance(value, Path)}}))
         try:
             completed = subprocess.run([sys.executable, "-m", "pytest_mlab.task_code", str(request), str(result)],
-                                       cwd=assets, capture_output=True, text=True, timeout=timeout,
+                                       cwd=assets, capture_output=not stream, text=True, timeout=timeout,
                                        env=_with_this_package(env), errors="replace")
         except subprocess.TimeoutExpired:
             return TaskCallResult(error=f"{ref} did not finish within {timeout:.0f}s")
-        output = (completed.stdout + completed.stderr)[-20000:]
+        output = ((completed.stdout or "") + (completed.stderr or ""))[-20000:]
         if not result.exists():
             return TaskCallResult(error=f"{ref} exited with code {completed.returncode} before returning:\n{output}",
                                   output=output)

@@ -16,7 +16,10 @@ def test_prepare_writes_the_cache_a_test_run_uses(tmp_path, capsys):
     assert code == 0
     assert (tmp_path / "cache/toy/mini/public/data.csv").exists()
     assert (tmp_path / "cache/toy/mini/hidden/answer.txt").exists()
-    assert "toy [mini]: 1 data file(s)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "toy [mini]: preparing..." in out and "toy [mini]: 1 data file(s)" in out
+    assert main(["prepare", "toy", "--root", str(root), "--cache", str(tmp_path / "cache")]) == 0
+    assert "toy [mini]: already prepared" in capsys.readouterr().out
 
 
 def test_prepare_names_what_is_wrong(tmp_path, capsys):

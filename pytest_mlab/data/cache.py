@@ -1,7 +1,8 @@
 """Prepare a task's data variant once and keep it in the cache.
 
 Layout: ``<cache>/<task>/<variant>/public`` (files the agent sees, linked read-only into each
-workspace) and ``.../hidden`` (answers; only the grader gets this path). A lock file makes xdist
+workspace) and ``.../hidden`` (answers; only the grader gets this path). Recipes that need the
+network also get ``<cache>/downloads/<task>/``, which survives re-preparation so downloads resume. A lock file makes xdist
 workers that start the same task at once prepare it only once. The cache entry records the
 recipe's hash and every public file's size and mtime: a changed recipe, or a data file modified
 through a hard link by a previous run, makes it be prepared again.
@@ -23,6 +24,9 @@ from pytest_mlab.task_code import call_task_function
 
 MANIFEST = "prepared.json"
 PREPARE_TIMEOUT = 3600.0
+# Full variants download gigabytes over links of any speed; an interrupted download resumes, so
+# no time limit is better than one that kills a slow but healthy transfer.
+DOWNLOAD_TIMEOUT: float | None = None
 
 
 @dataclass(frozen=True)
@@ -46,14 +50,16 @@ def is_prepared(task: TaskSpec, variant: str, cache_dir: Path, *, seed: int = 0)
     return _is_current(cache_dir / task.name / variant, _recipe_fingerprint(task, variant, seed))
 
 
-def prepare_data(task: TaskSpec, variant: str, cache_dir: Path, *, seed: int = 0) -> PreparedData:
+def prepare_data(task: TaskSpec, variant: str, cache_dir: Path, *, seed: int = 0,
+                 stream: bool = False) -> PreparedData:
+    """Prepare the variant unless the cache holds it; ``stream`` shows the recipe's output (progress)."""
     entry = cache_dir / task.name / variant
     entry.parent.mkdir(parents=True, exist_ok=True)
     fingerprint = _recipe_fingerprint(task, variant, seed)
     with open(entry.parent / f".{variant}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not _is_current(entry, fingerprint):
-            _prepare(task, variant, entry, fingerprint, seed)
+            _prepare(task, variant, entry, fingerprint, seed, stream)
     return PreparedData(entry / "public", entry / "hidden")
 
 
@@ -78,14 +84,24 @@ def _is_current(entry: Path, fingerprint: str) -> bool:
     return manifest.get("fingerprint") == fingerprint and manifest.get("files") == _file_stamps(entry / "public")
 
 
-def _prepare(task: TaskSpec, variant: str, entry: Path, fingerprint: str, seed: int) -> None:
+def downloads_dir(cache_dir: Path, task: TaskSpec) -> Path:
+    """Where a task's full recipes keep what they download; outlives re-preparation, so it resumes."""
+    return cache_dir / "downloads" / task.name
+
+
+def _prepare(task: TaskSpec, variant: str, entry: Path, fingerprint: str, seed: int, stream: bool) -> None:
     staging = entry.with_name(f".{variant}.staging")
     shutil.rmtree(staging, ignore_errors=True)
     (staging / "public").mkdir(parents=True)
     (staging / "hidden").mkdir()
     ref = task.data[variant].prepare
-    result = call_task_function(task.assets, ref, {"public": staging / "public", "hidden": staging / "hidden",
-                                                   "seed": seed}, timeout=PREPARE_TIMEOUT)
+    arguments = {"public": staging / "public", "hidden": staging / "hidden", "seed": seed}
+    network = task.data[variant].requires.network
+    if network:
+        arguments["downloads"] = downloads_dir(entry.parent.parent, task)
+        arguments["downloads"].mkdir(parents=True, exist_ok=True)
+    result = call_task_function(task.assets, ref, arguments, timeout=DOWNLOAD_TIMEOUT if network else PREPARE_TIMEOUT,
+                                stream=stream)
     if result.error or result.invalid:
         shutil.rmtree(staging, ignore_errors=True)
         raise DataError(f"preparing the '{variant}' data of task '{task.name}' with {ref} failed:\n"

@@ -29,6 +29,13 @@ def mini(public: Path, hidden: Path, seed: int) -> None:
 
 def broken(public: Path, hidden: Path, seed: int) -> None:
     raise ValueError("source unreachable")
+
+def full(public: Path, hidden: Path, seed: int, downloads: Path) -> None:
+    from pytest_mlab.data import download
+    print("fetching the source")
+    source = download(os.environ["SOURCE_URL"], downloads / "source.csv")
+    (public / "data.csv").write_bytes(source.read_bytes())
+    (hidden / "answer.txt").write_text("42")
 '''
 
 
@@ -96,3 +103,26 @@ def test_a_failing_recipe_is_a_data_error_and_leaves_no_entry(toy_task, tmp_path
     with pytest.raises(DataError, match="preparing the 'mini' data of task 'toy' with prepare.py:broken failed"):
         prepare_data(broken, "mini", tmp_path / "cache")
     assert not (tmp_path / "cache/toy/mini").exists()
+
+
+def test_network_variants_get_a_downloads_folder_that_outlives_re_preparation(toy_task, tmp_path, monkeypatch, capfd):
+    from dataclasses import replace
+
+    from pytest_mlab.spec.models import DataVariant, FunctionRef, Requirements
+    from tests.data.fakes import FileServer
+
+    served = tmp_path / "served"
+    served.mkdir()
+    (served / "source.csv").write_text("value\n7\n")
+    task = replace(toy_task, data={"full": DataVariant("full", FunctionRef("prepare.py", "full"),
+                                                       Requirements(network=True))})
+    with FileServer(served) as server:
+        monkeypatch.setenv("SOURCE_URL", server.url("source.csv"))
+        data = prepare_data(task, "full", tmp_path / "cache", stream=True)
+        assert (data.public / "data.csv").read_text() == "value\n7\n"
+        assert (tmp_path / "cache/downloads/toy/source.csv").exists()
+        assert "fetching the source" in capfd.readouterr().out  # streamed, not swallowed
+        recipe = toy_task.assets / "prepare.py"
+        recipe.write_text(recipe.read_text() + "\n# changed\n")
+        prepare_data(task, "full", tmp_path / "cache")
+    assert len(server.log) == 1  # re-prepared from the kept download
