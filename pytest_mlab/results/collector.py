@@ -10,7 +10,10 @@ import pytest
 
 from pytest_mlab.errors import SpecError
 from pytest_mlab.results.record import RESULT_PROPERTY, RunResult
-from pytest_mlab.results.store import render_table, write_results
+from pytest_mlab.results.budget import Ledger
+from pytest_mlab.results.gate import compare, load_reference, missing_groups, render_gate, save_gate
+from pytest_mlab.results.store import render_summary, render_table
+from pytest_mlab.sandbox.registry import isolation_warning
 from pytest_mlab.spec.plan import Settings
 from pytest_mlab.spec.project import Project
 
@@ -25,7 +28,13 @@ class ResultsReporter:
         self.settings = settings
         self.project = project
         self.results: dict[str, RunResult] = {}
-        self.results_path = None
+        self.outputs = None
+        self.problems: list[str] = []
+        self.gate_text: str | None = None
+        # read the reference now: a wrong --mlab-compare path stops the session before any run
+        self.reference = load_reference(settings.compare) if settings.compare else None
+        if settings.max_cost is not None:
+            Ledger(settings.out_dir).reset()
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -49,18 +58,45 @@ class ResultsReporter:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if not self.results:
             return
+        from pytest_mlab.results.report import write_outputs
+
+        runs = list(self.results.values())
         settings = {key: list(value) if isinstance(value, tuple) else str(value) if isinstance(value, Path) else value
                     for key, value in asdict(self.settings).items()}
-        self.results_path = write_results(self.settings.out_dir, list(self.results.values()), settings)
+        try:
+            self.outputs = write_outputs(self.settings.out_dir, runs, settings)
+        except (OSError, SpecError) as exc:  # the results table still prints below
+            self.problems.append(f"could not write the report: {exc}")
+        if self.settings.save_gate:
+            save_gate(self.settings.save_gate, runs)
+        if self.reference is not None:
+            rows = compare(self.reference, runs, self.settings.max_drop)
+            self.gate_text = render_gate(rows, self.settings.max_drop, missing_groups(self.reference, runs))
+            if any(row.regressed for row in rows):
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.results:
             return
+        runs = list(self.results.values())
         terminalreporter.section("pytest-mlab results")
-        terminalreporter.write_line(render_table(list(self.results.values())))
-        if self.results_path:
-            terminalreporter.write_line(f"results: {self.results_path}")
+        terminalreporter.write_line(render_table(runs))
+        terminalreporter.write_line("")
+        terminalreporter.write_line(render_summary(runs))
+        for problem in self.problems:
+            terminalreporter.write_line(problem, red=True)
+        isolation = isolation_warning(self.settings.sandbox, (run.sandbox for run in runs))
+        if isolation:
+            terminalreporter.write_line(isolation, yellow=True, bold=True)
+        if self.outputs:
+            terminalreporter.write_line(f"results: {self.outputs.results}")
+            terminalreporter.write_line(f"report: {self.outputs.report}")
+        if self.settings.save_gate:
+            terminalreporter.write_line(f"gate file: {self.settings.save_gate}")
+        if self.gate_text:
+            terminalreporter.section("pytest-mlab regression gate", red="REGRESSED" in self.gate_text)
+            terminalreporter.write_line(self.gate_text)
 
 
 def _crashed_from_report(report: pytest.TestReport, settings: Settings, agents: list[str]) -> RunResult:

@@ -37,6 +37,8 @@ class RunResult:
     cost: float = 0.0
     run_dir: str | None = None
     trace: str | None = None
+    best_improvement: float | None = None  # best graded step (--mlab-score-steps), else None
+    resumed: bool = False  # taken from a finished run of an earlier session (--mlab-resume)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

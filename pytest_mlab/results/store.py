@@ -11,28 +11,73 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pytest_mlab.errors import MlabError
+from pytest_mlab.results.aggregate import aggregate, agent_label
 from pytest_mlab.results.record import RunResult
 from pytest_mlab.spec.units import format_duration
 
-RESULTS_VERSION = 1
+RESULTS_VERSION = 2
 TABLE_COLUMNS = ["task", "agent", "seed", "score", "baseline", "improvement", "success", "steps", "time", "result"]
 
 
 def write_results(out_dir: Path, results: list[RunResult], settings: dict[str, Any]) -> Path:
-    """results.json (documented schema, version field) and results.csv (one row per run)."""
+    """results.json (documented schema, version field), results.csv (one row per run) and
+    summary.csv (one row per task, agent, llm and data variant)."""
     import pandas as pd
 
     out_dir.mkdir(parents=True, exist_ok=True)
     ordered = sorted(results, key=lambda r: r.nodeid)
+    summary = aggregate(ordered)
     payload = {"version": RESULTS_VERSION, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-               "settings": settings, "runs": [result.to_dict() for result in ordered]}
+               "settings": settings, "aggregate": summary, "runs": [result.to_dict() for result in ordered]}
     path = out_dir / "results.json"
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(payload, indent=2, default=str) + "\n")
     os.replace(tmp, path)
     frame = pd.DataFrame([result.to_dict() for result in ordered], columns=list(RunResult.__dataclass_fields__))
     frame.to_csv(out_dir / "results.csv", index=False)
+    groups = pd.DataFrame([{**row, "failures": json.dumps(row["failures"])} for row in summary["groups"]])
+    groups.to_csv(out_dir / "summary.csv", index=False)
     return path
+
+
+def load_results(path: Path) -> dict[str, Any]:
+    """A saved results.json (any version), with ``runs`` as RunResult objects."""
+    if path.is_dir():
+        path = path / "results.json"
+    try:
+        payload = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise MlabError(f"{path}: no results.json here; give the --mlab-out folder of a finished session") from None
+    except (OSError, ValueError) as exc:
+        raise MlabError(f"{path}: not a readable results.json ({exc})") from None
+    if not isinstance(payload, dict) or not isinstance(payload.get("runs"), list):
+        raise MlabError(f"{path}: not a pytest-mlab results.json (it has no 'runs' list)")
+    return {**payload, "runs": [RunResult.from_dict(run) for run in payload["runs"]]}
+
+
+def render_summary(results: list[RunResult]) -> str:
+    """Per (task, agent): success rate with its 95% interval, mean improvement, tokens, cost, time;
+    then each agent's average success over tasks."""
+    import pandas as pd
+
+    summary = aggregate(results)
+    rows = [{"task": row["task"], "agent": agent_label(row), "runs": row["runs"],
+             "success": f"{row['success_rate']:.0%} [{row['ci_low']:.0%}, {row['ci_high']:.0%}]",
+             "improvement": _percent(row["mean_improvement"]), "best step": _percent(row["best_step_improvement"]),
+             "tokens": _number(row["mean_tokens"]), "cost": f"${row['total_cost']:.2f}",
+             "time": format_duration(row["mean_wall_time"] or 0.0)} for row in summary["groups"]]
+    agents = [{"agent": agent_label(row), "tasks": row["tasks"], "runs": row["runs"],
+               "average success": _percent(row["average_success_rate"], signed=False),
+               "average improvement": _percent(row["average_improvement"]),
+               "cost": f"${row['total_cost']:.2f}"} for row in summary["agents"]]
+    return pd.DataFrame(rows).to_string(index=False) + "\n\n" + pd.DataFrame(agents).to_string(index=False)
+
+
+def _percent(value: float | None, signed: bool = True) -> str:
+    if value is None:
+        return "-"
+    return f"{round(value, 4) + 0.0:+.1%}" if signed else f"{value:.1%}"
 
 
 def render_table(results: list[RunResult]) -> str:
@@ -44,7 +89,7 @@ def render_table(results: list[RunResult]) -> str:
         rows.append({
             "task": result.task, "agent": agent, "seed": result.seed,
             "score": _number(result.score), "baseline": _number(result.baseline),
-            "improvement": "-" if result.improvement is None else f"{round(result.improvement, 4) + 0.0:+.1%}",
+            "improvement": _percent(result.improvement),
             "success": "yes" if result.success else "no", "steps": result.steps,
             "time": format_duration(result.wall_time),
             "result": "PASS" if result.passed else f"FAIL: {result.failure or 'failed'}",

@@ -365,6 +365,13 @@ class SnapshotStore:
         shutil.copyfile(blob, target)
         os.chmod(target, entry["mode"])
 
+    def read_file(self, snapshot_id: str, rel: str) -> bytes | None:
+        """One regular file's content in a snapshot; None for a symlink or a path it lacks."""
+        entry = self.manifest(snapshot_id)["files"].get(rel)
+        if entry is None or "symlink" in entry:
+            return None
+        return self._blob_path(entry["sha256"]).read_bytes()
+
     def diff(self, old_id: str, new_id: str) -> dict[str, list[str]]:
         """Paths added, removed and changed (content, mode or link target) between two snapshots."""
         old = self.manifest(old_id)["files"]

@@ -1,0 +1,96 @@
+"""Aggregate run results the way the paper reports them: per (task, agent, llm, variant) and per agent.
+
+Success rates carry a 95% Wilson interval, which stays inside [0, 1] and is honest for the
+handful of seeds a benchmark run can afford (the normal approximation is not).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from pytest_mlab.results.record import RunResult
+
+GROUP_KEYS = ("task", "agent", "llm", "variant")
+AGENT_KEYS = ("agent", "llm", "variant")
+Z_95 = 1.959963984540054
+
+
+def wilson_interval(successes: int, runs: int, z: float = Z_95) -> tuple[float, float]:
+    """The Wilson score interval; (0, 1) when there are no runs (nothing is known)."""
+    if runs <= 0:
+        return 0.0, 1.0
+    rate = successes / runs
+    denominator = 1 + z * z / runs
+    centre = (rate + z * z / (2 * runs)) / denominator
+    half = z * math.sqrt(rate * (1 - rate) / runs + z * z / (4 * runs * runs)) / denominator
+    low = 0.0 if successes == 0 else max(0.0, centre - half)  # exact ends; float rounding is not a result
+    high = 1.0 if successes == runs else min(1.0, centre + half)
+    return low, high
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    """Mean of the finite values; None when there are none (a baseline of 0 gives an infinite gain)."""
+    finite = [float(value) for value in values if value is not None and math.isfinite(value)]
+    return sum(finite) / len(finite) if finite else None
+
+
+def group_key(run: RunResult | dict[str, Any], keys: tuple[str, ...] = GROUP_KEYS) -> tuple:
+    data = run if isinstance(run, dict) else run.to_dict()
+    return tuple(data.get(key) for key in keys)
+
+
+def summarize(runs: list[RunResult]) -> dict[str, Any]:
+    """One group's numbers (the same fields whatever the group)."""
+    n = len(runs)
+    successes = sum(1 for run in runs if run.success)
+    low, high = wilson_interval(successes, n)
+    failures = Counter(run.failure for run in runs if run.failure)
+    return {
+        "runs": n, "successes": successes, "success_rate": successes / n if n else None,
+        "ci_low": low, "ci_high": high,
+        "valid_rate": sum(1 for run in runs if run.valid) / n if n else None,
+        "mean_improvement": _mean(run.improvement for run in runs if run.valid),
+        "best_step_improvement": _mean(run.best_improvement for run in runs),
+        "mean_score": _mean(run.score for run in runs if run.valid),
+        "mean_tokens": _mean(run.tokens for run in runs), "mean_cost": _mean(run.cost for run in runs),
+        "total_cost": sum(run.cost or 0.0 for run in runs), "mean_wall_time": _mean(run.wall_time for run in runs),
+        "mean_steps": _mean(run.steps for run in runs), "failures": dict(sorted(failures.items())),
+    }
+
+
+def aggregate(runs: list[RunResult]) -> dict[str, Any]:
+    """``groups``: one row per (task, agent, llm, variant); ``agents``: per (agent, llm, variant), the
+    paper's headline (success rate averaged over tasks, each task weighted equally)."""
+    grouped: dict[tuple, list[RunResult]] = defaultdict(list)
+    for run in runs:
+        grouped[group_key(run)].append(run)
+    groups = []
+    for key in sorted(grouped, key=_sort_key):
+        first = grouped[key][0]
+        groups.append({**dict(zip(GROUP_KEYS, key)), "metric": first.metric, "direction": first.direction,
+                       **summarize(grouped[key])})
+    by_agent: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for group in groups:
+        by_agent[group_key(group, AGENT_KEYS)].append(group)
+    agents = []
+    for key in sorted(by_agent, key=_sort_key):
+        rows = by_agent[key]
+        agent_runs = [run for run in runs if group_key(run, AGENT_KEYS) == key]
+        agents.append({**dict(zip(AGENT_KEYS, key)), "tasks": len(rows), "runs": len(agent_runs),
+                       "average_success_rate": _mean(row["success_rate"] for row in rows),
+                       "average_improvement": _mean(row["mean_improvement"] for row in rows),
+                       "mean_tokens": _mean(run.tokens for run in agent_runs),
+                       "total_cost": sum(run.cost or 0.0 for run in agent_runs)})
+    return {"groups": groups, "agents": agents}
+
+
+def _sort_key(key: tuple) -> tuple:
+    return tuple("" if part is None else str(part) for part in key)
+
+
+def agent_label(row: dict[str, Any]) -> str:
+    """``research (gpt-4)`` for LLM-driven agents, the bare name otherwise."""
+    return f"{row['agent']} ({row['llm']})" if row.get("llm") else str(row["agent"])

@@ -1,0 +1,66 @@
+"""``pytest-mlab report DIR`` and ``pytest-mlab rescore DIR``: work on saved results, no rerun.
+
+``report`` re-renders results.json (with the current aggregation), the CSVs, plots and
+report.html. ``rescore`` first re-grades every run's saved final snapshot with its task's
+current grader and baseline (after a grader fix), then does the same.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pytest_mlab.data import default_cache_dir
+from pytest_mlab.errors import MlabError
+from pytest_mlab.results.store import load_results
+
+
+def add_commands(commands) -> None:
+    report = commands.add_parser("report", help="re-render results.json, plots and report.html from saved results")
+    report.add_argument("out", type=Path, metavar="DIR", help="a results folder (--mlab-out of a session)")
+    report.set_defaults(run=_report)
+    rescore = commands.add_parser("rescore", help="re-grade every saved final snapshot, then rewrite the results")
+    rescore.add_argument("out", type=Path, metavar="DIR", help="a results folder (--mlab-out of a session)")
+    rescore.add_argument("--root", type=Path, default=Path("."), help="project root (default: the current folder)")
+    rescore.add_argument("--tasks-dir", default="specs/tasks", help="Task specs folder, relative to the root")
+    rescore.add_argument("--cache", type=Path, default=None, help=f"cache folder (default: {default_cache_dir()})")
+    rescore.set_defaults(run=_rescore)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from pytest_mlab.results.report import write_outputs
+
+    saved = load_results(args.out)
+    outputs = write_outputs(args.out, saved["runs"], saved.get("settings") or {})
+    print(f"{len(saved['runs'])} run(s): {outputs.results}, {outputs.report}, {len(outputs.plots)} plot(s)")
+    return 0
+
+
+def _rescore(args: argparse.Namespace) -> int:
+    from pytest_mlab.data import prepare_data
+    from pytest_mlab.results.regrade import rescore_run
+    from pytest_mlab.results.report import write_outputs
+    from pytest_mlab.spec.library import SpecLibrary, build_task
+
+    saved = load_results(args.out)
+    root = args.root.resolve()
+    library = SpecLibrary("Task", [root / args.tasks_dir])
+    settings = saved.get("settings") or {}
+    cache = (args.cache or (Path(settings["cache_dir"]) if settings.get("cache_dir") else default_cache_dir())).resolve()
+    tasks, changed, runs = {}, 0, []
+    for run in saved["runs"]:
+        if run.task not in tasks:
+            try:
+                tasks[run.task] = build_task(library.raw(run.task, wanted_by=("results.json", None, "")), library, root)
+            except MlabError as exc:
+                raise MlabError(f"cannot rescore {run.run_id}: {exc} (pass --root with the project that ran it)") from None
+        task = tasks[run.task]
+        answers = prepare_data(task, run.variant, cache).hidden
+        new = rescore_run(run, task, answers)
+        if (new.score, new.passed, new.success) != (run.score, run.passed, run.success):
+            changed += 1
+            print(f"{run.run_id}: {run.message} -> {new.message}")
+        runs.append(new)
+    outputs = write_outputs(args.out, runs, settings)
+    print(f"rescored {len(runs)} run(s), {changed} changed: {outputs.results}, {outputs.report}")
+    return 0

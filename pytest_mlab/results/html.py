@@ -1,0 +1,135 @@
+"""report.html: one static file (CSS, JS, data and PNGs inline) that opens offline.
+
+Everything from a run (observations, arguments, file contents) is untrusted text: it travels as
+JSON inside a ``<script type="application/json">`` block with ``<`` escaped, and the page puts it
+on screen only through ``textContent``, never as markup.
+"""
+
+from __future__ import annotations
+
+import base64
+import difflib
+import html
+import json
+import math
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pytest_mlab.errors import TraceError
+from pytest_mlab.results.aggregate import aggregate
+from pytest_mlab.results.record import RunResult
+from pytest_mlab.results.regrade import saved_step_scores
+from pytest_mlab.trace import SnapshotStore, read_trace
+
+THINKING_KEYS = ("thinking", "reflection", "research_plan", "plan", "fact_check", "thought", "reasoning")
+MAX_TEXT = 20_000  # characters of one observation or argument shown in the report
+MAX_DIFF_FILE = 256 * 1024
+MAX_DIFF_LINES = 400
+
+
+def write_report(out_dir: Path, runs: list[RunResult], plots: list[Path], title: str = "pytest-mlab report") -> Path:
+    data = {"title": title, "aggregate": aggregate(runs), "runs": [_run(run) for run in sorted(runs, key=lambda r: r.nodeid)],
+            "plots": [{"name": path.stem.replace("_", " "), "src": _data_uri(path)} for path in plots]}
+    template = resources.files("pytest_mlab.results").joinpath("report_template.html").read_text(encoding="utf-8")
+    page = (template.replace("{{TITLE}}", html.escape(title))
+            .replace("{{DATA}}", json.dumps(_finite(data), allow_nan=False).replace("<", "\\u003c")))
+    path = out_dir / "report.html"
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+def _data_uri(path: Path) -> str:
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def _finite(value: Any) -> Any:
+    """JSON for browsers has no Infinity or NaN: they become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
+
+
+def _cap(text: Any) -> str:
+    text = text if isinstance(text, str) else json.dumps(text, indent=1, default=str)
+    if len(text) <= MAX_TEXT:
+        return text
+    return text[:MAX_TEXT] + f"\n... ({len(text) - MAX_TEXT} more characters in the trace)"
+
+
+def _run(result: RunResult) -> dict[str, Any]:
+    run = {**result.to_dict(), "steps": [], "ended": None, "curve": None, "problem": None}
+    run_dir = Path(result.run_dir) if result.run_dir else None
+    if run_dir is None:
+        return run
+    try:
+        records = read_trace(run_dir / "trace.jsonl")
+    except TraceError as exc:
+        return {**run, "problem": str(exc)}
+    store = SnapshotStore(run_dir / "snapshots", fsync=False) if (run_dir / "snapshots").is_dir() else None
+    pending_llm: list[dict[str, Any]] = []
+    previous = None
+    for record in records:
+        kind = record.get("type")
+        if kind == "llm":
+            pending_llm.append({key: record.get(key) for key in (
+                "role", "model", "prompt_tokens", "completion_tokens", "cost", "cached")})
+        elif kind == "step":
+            snapshot = record.get("snapshot")
+            run["steps"].append({
+                "step": record.get("step"), "action": _cap(record.get("action")),
+                "arguments": _cap(record.get("arguments")), "observation": _cap(record.get("observation", "")),
+                "error": bool(record.get("error")), "duration": record.get("duration"),
+                "thinking": {key: _cap(record[key]) for key in THINKING_KEYS if record.get(key)},
+                "low_level": len(record.get("low_level") or []), "llm": pending_llm,
+                "diff": _diffs(store, previous, snapshot) if store and previous and snapshot else [],
+            })
+            pending_llm, previous = [], snapshot or previous
+        elif kind == "ended":
+            run["ended"] = {"reason": record.get("reason"), "detail": _cap(record.get("detail") or "")}
+    curve = saved_step_scores(run_dir)
+    run["curve"] = curve["steps"] if curve else None
+    return run
+
+
+def _diffs(store: SnapshotStore, old: str, new: str) -> list[dict[str, str]]:
+    """Unified diffs of the text files a step changed; binary or large files are only named."""
+    if old == new:
+        return []
+    try:
+        changes = store.diff(old, new)
+    except TraceError as exc:
+        return [{"path": "?", "status": "unreadable", "text": str(exc)}]
+    files = store.manifest(new)["files"]
+    out = []
+    for status in ("added", "changed", "removed"):
+        for path in changes[status]:
+            size = max(files.get(path, {}).get("size", 0), 0)
+            if size > MAX_DIFF_FILE:
+                out.append({"path": path, "status": status, "text": f"({size} bytes, not shown)"})
+                continue
+            before = _text(store, old, path) if status != "added" else ""
+            after = _text(store, new, path) if status != "removed" else ""
+            if before is None or after is None:
+                out.append({"path": path, "status": status, "text": "(binary file)"})
+                continue
+            lines = list(difflib.unified_diff(before.splitlines(), after.splitlines(), f"a/{path}", f"b/{path}",
+                                              lineterm=""))
+            if len(lines) > MAX_DIFF_LINES:
+                lines = lines[:MAX_DIFF_LINES] + [f"... ({len(lines) - MAX_DIFF_LINES} more lines)"]
+            out.append({"path": path, "status": status, "text": "\n".join(lines)})
+    return out
+
+
+def _text(store: SnapshotStore, snapshot: str, path: str) -> str | None:
+    data = store.read_file(snapshot, path)
+    if data is None:
+        return ""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None

@@ -1,0 +1,81 @@
+"""Aggregation and Wilson intervals on constructed results."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from pytest_mlab.results.aggregate import aggregate, wilson_interval
+from tests.results.builders import run, seeds
+
+
+@pytest.mark.parametrize("successes, runs, low, high", [
+    (5, 10, 0.2366, 0.7634),   # textbook values
+    (0, 8, 0.0, 0.3244),       # all failures: the interval still says "up to a third"
+    (8, 8, 0.6756, 1.0),
+    (1, 1, 0.2065, 1.0),
+])
+def test_wilson_interval_matches_reference_values(successes, runs, low, high):
+    got = wilson_interval(successes, runs)
+    assert got == pytest.approx((low, high), abs=1e-4)
+
+
+def test_wilson_interval_without_runs_knows_nothing():
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+
+
+def test_no_runs_give_no_groups():
+    assert aggregate([]) == {"groups": [], "agents": []}
+
+
+def test_groups_by_task_agent_llm_and_variant():
+    runs = seeds(3, 4) + [run(agent="research", llm="gpt-4"), run(agent="research", llm="claude")]
+    groups = aggregate(runs)["groups"]
+    assert [(g["agent"], g["llm"], g["runs"]) for g in groups] == [
+        ("reference", None, 4), ("research", "claude", 1), ("research", "gpt-4", 1)]
+    reference = groups[0]
+    assert reference["successes"] == 3 and reference["success_rate"] == 0.75
+    assert reference["ci_low"] < 0.75 < reference["ci_high"]
+
+
+def test_all_failures():
+    runs = [run(seed=i, success=False, passed=False, valid=False, score=None, improvement=None,
+                failure="invalid submission") for i in range(3)]
+    group = aggregate(runs)["groups"][0]
+    assert group["success_rate"] == 0.0 and group["ci_low"] == 0.0 and group["ci_high"] > 0.4
+    assert group["mean_improvement"] is None and group["valid_rate"] == 0.0
+    assert group["failures"] == {"invalid submission": 3}
+
+
+def test_mean_improvement_counts_valid_submissions_of_lower_is_better_tasks():
+    # improvements are direction-aware already: for MAE 40 vs baseline 50 the run stores +0.2
+    runs = [run("house-price", seed=0, metric="mae", direction="minimize", score=40.0, baseline=50.0, improvement=0.2),
+            run("house-price", seed=1, metric="mae", direction="minimize", score=60.0, baseline=50.0, improvement=-0.2,
+                success=False),
+            run("house-price", seed=2, metric="mae", direction="minimize", score=None, valid=False, improvement=None,
+                success=False),
+            run("house-price", seed=3, metric="mae", direction="minimize", score=0.0, baseline=0.0,
+                improvement=math.inf)]
+    group = aggregate(runs)["groups"][0]
+    assert group["direction"] == "minimize"
+    assert group["mean_improvement"] == pytest.approx(0.0)  # +0.2 and -0.2; the infinite gain is left out
+    assert group["mean_score"] == pytest.approx((40 + 60 + 0) / 3)
+    assert group["runs"] == 4 and group["successes"] == 2
+
+
+def test_tokens_cost_time_and_best_step():
+    runs = [run(seed=0, tokens=1000, cost=0.5, wall_time=10.0, best_improvement=0.7),
+            run(seed=1, tokens=3000, cost=1.5, wall_time=30.0, best_improvement=None)]
+    group = aggregate(runs)["groups"][0]
+    assert group["mean_tokens"] == 2000 and group["mean_cost"] == 1.0 and group["total_cost"] == 2.0
+    assert group["mean_wall_time"] == 20.0 and group["best_step_improvement"] == 0.7
+
+
+def test_agent_headline_averages_success_over_tasks_not_runs():
+    # 4 of 4 on digits, 0 of 1 on diabetes: per run that is 80%, the paper's average over tasks is 50%
+    runs = seeds(4, 4) + [run("diabetes", success=False, passed=False)]
+    agents = aggregate(runs)["agents"]
+    assert len(agents) == 1
+    assert agents[0]["tasks"] == 2 and agents[0]["runs"] == 5
+    assert agents[0]["average_success_rate"] == pytest.approx(0.5)
