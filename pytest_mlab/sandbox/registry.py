@@ -1,11 +1,20 @@
-"""Sandbox backends by name, as ``--sandbox=NAME`` selects them."""
+"""Sandbox backends by name, as ``--sandbox=NAME`` selects them, and whether each can run here."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
 
 from pytest_mlab.errors import UsageError
 from pytest_mlab.sandbox.base import Sandbox
+
+
+@dataclass(frozen=True)
+class Backend:
+    """How to open one kind of sandbox and how to tell, cheaply and once, whether it works here."""
+
+    factory: Callable[..., Sandbox]
+    unavailable: Callable[[], str | None]  # None when usable; else why not and what to install
 
 
 def _local(**kwargs: Any) -> Sandbox:
@@ -14,13 +23,66 @@ def _local(**kwargs: Any) -> Sandbox:
     return LocalSandbox(**kwargs)
 
 
+def _bwrap(**kwargs: Any) -> Sandbox:
+    from pytest_mlab.sandbox.bwrap import BwrapSandbox
+
+    return BwrapSandbox(**kwargs)
+
+
+def _bwrap_unavailable() -> str | None:
+    from pytest_mlab.sandbox.bwrap import unavailable_reason
+
+    return unavailable_reason()
+
+
+def _docker(**kwargs: Any) -> Sandbox:
+    from pytest_mlab.sandbox.docker import DockerSandbox
+
+    return DockerSandbox(**kwargs)
+
+
+def _docker_unavailable() -> str | None:
+    from pytest_mlab.sandbox.docker import unavailable_reason
+
+    return unavailable_reason()
+
+
 # Factories import their backend lazily, so a missing docker client cannot break ``--sandbox=local``.
-_FACTORIES: dict[str, Callable[..., Sandbox]] = {
-    "local": _local,
+_BACKENDS: dict[str, Backend] = {
+    "local": Backend(_local, lambda: None),
+    "bwrap": Backend(_bwrap, _bwrap_unavailable),
+    "docker": Backend(_docker, _docker_unavailable),
 }
 
+AUTO = "auto"
+#: What ``--sandbox=auto`` tries, in order; the local backend when none of them works.
+AUTO_ORDER: tuple[str, ...] = ("bwrap",)
+
 #: Every name ``open_sandbox`` accepts, in the order shown to users.
-SANDBOX_KINDS: tuple[str, ...] = tuple(_FACTORIES)
+SANDBOX_KINDS: tuple[str, ...] = (AUTO, *_BACKENDS)
+
+
+def _backend(kind: str) -> Backend:
+    backend = _BACKENDS.get(kind)
+    if backend is None:
+        known = ", ".join(SANDBOX_KINDS)
+        raise UsageError(f"--sandbox=NAME: unknown sandbox {kind!r}; choose one of: {known}")
+    return backend
+
+
+def sandbox_unavailable(kind: str) -> str | None:
+    """Why the named backend cannot run here (what to install), or None when it can."""
+    if kind == AUTO:
+        return None
+    return _backend(kind).unavailable()
+
+
+def resolve_kind(kind: str) -> str:
+    """The backend a kind stands for: ``auto`` is the first usable backend of ``AUTO_ORDER``, else local."""
+    if kind != AUTO:
+        _backend(kind)
+        return kind
+    return next((name for name in AUTO_ORDER if sandbox_unavailable(name) is None), "local")
 
 
 def open_sandbox(kind: str, **kwargs: Any) -> Sandbox:
@@ -28,8 +90,15 @@ def open_sandbox(kind: str, **kwargs: Any) -> Sandbox:
 
     Every backend's constructor accepts ``options: SandboxOptions | None`` (the run's limits).
     """
-    factory = _FACTORIES.get(kind)
-    if factory is None:
-        known = ", ".join(SANDBOX_KINDS)
-        raise UsageError(f"--sandbox=NAME: unknown sandbox {kind!r}; choose one of: {known}")
-    return factory(**kwargs)
+    return _backend(resolve_kind(kind)).factory(**kwargs)
+
+
+def isolation_warning(kind: str, used: Iterable[str]) -> str | None:
+    """The one line the terminal summary shows when runs executed agents' code unconfined."""
+    if "local" not in set(used):
+        return None
+    if kind == AUTO:
+        reasons = "; ".join(f"{name}: {sandbox_unavailable(name)}" for name in AUTO_ORDER)
+        return (f"WARNING: code run by agents was NOT isolated: --sandbox=auto fell back to the local sandbox "
+                f"({reasons})")
+    return "note: --sandbox=local: code run by agents was not isolated; it ran with your user's rights"

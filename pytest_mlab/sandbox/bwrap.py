@@ -1,0 +1,166 @@
+"""The bwrap backend: the local backend's workspace, with every command run inside bubblewrap.
+
+File actions are the local backend's (the harness does them on the host, through the one
+path-safety function). Only commands differ: ``exec`` wraps the argv in ``bwrap`` so the code
+sees
+
+- the system directories (/usr, /bin, /lib...), a few files of /etc and the Python installation
+  running pytest (its prefixes and user site-packages), all read-only;
+- its workspace, read-write, at the same absolute path as on the host, so tracebacks and
+  ``os.getcwd()`` read as they do under the local backend;
+- every data file hard-linked from the data cache bound read-only over itself, so writing,
+  truncating, renaming or deleting it fails instead of changing the cache through the link;
+- a fresh /proc, a minimal /dev, a private tmpfs /tmp and an empty HOME (/tmp/home).
+
+Nothing else exists inside: not the user's home, the data cache with its hidden answers, the
+graders, other runs' workspaces or the results folder. All namespaces are unshared (the network
+too, unless the task asks for it), capabilities are dropped, the command runs in a new session,
+and bwrap dies with the harness; ending bwrap ends the sandbox's pid namespace, so nothing the
+command started survives it. Memory and process limits come from :mod:`.cgroups`.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import site
+import stat
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import weakref
+from pathlib import Path
+
+from pytest_mlab.errors import SandboxError
+from pytest_mlab.sandbox.base import ExecResult, SandboxOptions
+from pytest_mlab.sandbox.cgroups import Limits
+from pytest_mlab.sandbox.environ import clean_environment
+from pytest_mlab.sandbox.local import LocalSandbox
+
+HOME = "/tmp/home"
+_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# What programs need from /etc: the loader, users and groups, time zone, TLS roots, fonts,
+# the alternatives that /usr/bin links through. Not shadow files, ssh keys or the like.
+_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "timezone", "passwd",
+        "group", "nsswitch.conf", "hosts", "host.conf", "gai.conf", "protocols", "services", "ssl",
+        "ca-certificates", "fonts", "mime.types", "matplotlibrc", "python3", f"python3.{sys.version_info.minor}")
+_NETWORK_ETC = ("resolv.conf",)
+INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap), "
+                "or choose another sandbox with --sandbox=local (no isolation) or --sandbox=docker")
+
+
+def _python_dirs() -> list[str]:
+    """The interpreter's installation: prefixes, stdlib, site-packages, user site-packages."""
+    candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+                  os.path.dirname(os.path.realpath(sys.executable)),
+                  *(path for path in sysconfig.get_paths().values()),
+                  *site.getsitepackages()}
+    if site.ENABLE_USER_SITE:
+        candidates.add(site.getusersitepackages())
+    real = {os.path.realpath(path) for path in candidates if path and os.path.isdir(path)}
+    # binding a parent covers its children; never bind the whole root or a system directory twice
+    kept = sorted(path for path in real if path != "/")
+    return [path for path in kept
+            if not any(path != other and path.startswith(other + os.sep) for other in kept)
+            and not any(path == system or path.startswith(system + os.sep) for system in _SYSTEM)]
+
+
+def _system_args() -> list[str]:
+    args: list[str] = []
+    for path in _SYSTEM:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    return args
+
+
+def bwrap_command(workspace: Path, *, network: bool, read_only: list[str] = ()) -> list[str]:
+    """The ``bwrap`` arguments (without the program to run) for a sandbox over ``workspace``."""
+    executable = shutil.which("bwrap") or "bwrap"
+    args = [executable, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    if network:
+        args.append("--share-net")
+    args += _system_args()
+    for name in (*_ETC, *(_NETWORK_ETC if network else ())):
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    for path in _python_dirs():
+        args += ["--ro-bind", path, path]
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", HOME]
+    args += ["--bind", str(workspace), str(workspace)]
+    for path in read_only:
+        args += ["--ro-bind", path, path]
+    return [*args, "--chdir", str(workspace), "--"]
+
+
+@functools.lru_cache(maxsize=None)
+def unavailable_reason() -> str | None:
+    """Why bwrap cannot run sandboxes here, or None when it can. Probes once per process."""
+    if shutil.which("bwrap") is None:
+        return f"bubblewrap is not installed (no 'bwrap' on PATH); {INSTALL_HINT}"
+    with tempfile.TemporaryDirectory(prefix="mlab-probe-") as workspace:
+        argv = [*bwrap_command(Path(workspace), network=False), sys.executable, "-c", "print('ok')"]
+        try:
+            proc = subprocess.run(argv, capture_output=True, timeout=60, env=clean_environment())
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"bwrap could not be started: {exc}; {INSTALL_HINT}"
+    if proc.returncode != 0 or proc.stdout.strip() != b"ok":
+        detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no error message"]
+        return (f"bwrap is installed but cannot create a sandbox here (exit code {proc.returncode}: {detail[0]}); "
+                "unprivileged user namespaces may be disabled (e.g. sysctl kernel.unprivileged_userns_clone=1, "
+                "or an AppArmor profile for bwrap on Ubuntu 24.04)")
+    return None
+
+
+class BwrapSandbox(LocalSandbox):
+    """Workspace = host directory; commands = processes confined by bubblewrap."""
+
+    name = "bwrap"
+
+    def __init__(self, workspace: Path | None = None, *, base_env: dict[str, str] | None = None,
+                 options: SandboxOptions | None = None) -> None:
+        super().__init__(workspace, base_env=base_env, options=options)
+        self._linked: dict[str, tuple[int, int]] = {}  # host path -> (device, inode) of a linked data file
+        self.limits = Limits(self.options.memory, self.options.pids, self.options.label)
+        weakref.finalize(self, self.limits.close)
+        python_bin = os.path.dirname(self.python)
+        self._path = f"{python_bin}:/usr/local/bin:/usr/bin:/bin"
+
+    def _place(self, source: str, destination: str, link: bool) -> str:
+        """Remember hard-linked files: ``exec`` binds them read-only so the cache stays intact."""
+        placed = super()._place(source, destination, link)
+        info = os.lstat(placed)
+        if link and info.st_nlink > 1:
+            self._linked[placed] = (info.st_dev, info.st_ino)
+        return placed
+
+    def _still_linked(self) -> list[str]:
+        """Linked files that are still the cache's inode (the harness replaces, never writes through, them)."""
+        paths = []
+        for path, key in self._linked.items():
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode) and (info.st_dev, info.st_ino) == key:
+                paths.append(path)
+        return paths
+
+    def _environment(self, env: dict[str, str] | None) -> dict[str, str]:
+        return clean_environment({"HOME": HOME, "TMPDIR": "/tmp", "PATH": self._path, **self._base_env, **(env or {})})
+
+    def exec(self, argv: list[str], *, timeout: float, output_limit: int, env: dict[str, str] | None = None,
+             stdin: str | None = None) -> ExecResult:
+        self._check_open()
+        if not argv:
+            raise SandboxError("exec needs a command to run, got an empty argv")
+        wrapped = [*self.limits.prefix(),
+                   *bwrap_command(self.workspace, network=self.options.network, read_only=self._still_linked()),
+                   *argv]
+        return super().exec(wrapped, timeout=timeout, output_limit=output_limit, env=env, stdin=stdin)
+
+    def close(self) -> None:
+        super().close()
+        self.limits.close()
