@@ -1,0 +1,380 @@
+"""The docker backend: the local backend's workspace, with every command run in a container.
+
+One container per sandbox (per item), created on the first command through the docker SDK (never
+the docker CLI). File actions are the local backend's: the harness does them on the host
+workspace, through the one path-safety function. The workspace is bind-mounted into the container
+at the same absolute path, so tracebacks read as under the local backend and nothing needs copying
+in or out; the harness only touches it between commands, after everything a command started has
+been killed. Hidden answers and graders are never in the workspace, so they never enter the
+container.
+
+Inside, by default: no network (unless the task asks for it), memory, CPU and process limits, a
+read-only root filesystem, all capabilities dropped, no new privileges, a private tmpfs /tmp and
+HOME, and a non-root user. The container's init (docker-init, running ``sleep``) belongs to root,
+so ``kill -9 -1`` run as the sandbox user after each command ends everything the command started
+and nothing else; when even that cannot start (a fork bomb filled the process table), the
+container is killed and started again.
+
+Data files hard-linked from the cache stay owned by the harness user while everything else in the
+workspace is handed to the sandbox user, so code in the container cannot write through the links.
+That needs the harness to run as root; otherwise commands run as the harness user and data files
+are copied instead of linked.
+
+Containers carry labels naming the process that created them; containers whose creator is gone
+(a killed worker or session) are removed at the next session start and by ``pytest-mlab clean``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import socket
+import stat
+import threading
+import time
+import weakref
+from pathlib import Path
+from typing import Any
+
+from pytest_mlab.errors import SandboxError
+from pytest_mlab.sandbox.base import ExecResult, SandboxOptions
+from pytest_mlab.sandbox.docker_image import DEFAULT_IMAGE, ensure_image, host_init, host_python, host_runtime_binds
+from pytest_mlab.sandbox.environ import clean_environment
+from pytest_mlab.sandbox.local import LocalSandbox, _CappedBuffer
+
+LABEL = "pytest-mlab"  # every container we create has it
+OWNER_LABEL = "pytest-mlab.owner"  # "host:pid:start" of the process that created it
+RUN_LABEL = "pytest-mlab.run"  # the run id
+SANDBOX_UID = 65532  # the "nonroot" user of distroless images; owns nothing on a usual host
+DEFAULT_MEMORY = 4 << 30  # bytes, when the task sets no memory limit
+DEFAULT_PIDS = 512
+DEFAULT_CPUS = 2.0
+HOME = "/tmp/home"
+INSTALL_HINT = ("install docker (Debian/Ubuntu: apt-get install docker.io) and the docker SDK (pip install docker), "
+                "or choose another sandbox with --sandbox=bwrap or --sandbox=local")
+_KILL_ALL = ("kill -9 -1 2>/dev/null; "
+             "cat /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events 2>/dev/null; true")
+_OOM_KILLS = re.compile(rb"^oom_kill (\d+)$", re.MULTILINE)
+_POLL_MAX_S = 0.25
+_READ_GRACE_S = 2.0
+
+
+# ---------------------------------------------------------------------------------------------
+# The daemon
+
+
+@functools.lru_cache(maxsize=None)
+def connect() -> Any:
+    """A docker client for this process, or a SandboxError saying what to install or start."""
+    try:
+        import docker
+    except ImportError:
+        raise SandboxError(f"the docker SDK for Python is not installed (pip install docker); {INSTALL_HINT}") from None
+    try:
+        client = docker.from_env(timeout=120)
+        client.ping()
+    except docker.errors.DockerException as exc:
+        raise SandboxError(
+            f"the docker daemon is not reachable ({exc}); start it (systemctl start docker, or "
+            "dockerd --bridge=none --iptables=false & as root) and make sure this user may use it "
+            f"(the docker group, or DOCKER_HOST); or {INSTALL_HINT.split(', or ')[-1]}") from None
+    return client
+
+
+def unavailable_reason(image: str = DEFAULT_IMAGE) -> str | None:
+    """Why docker sandboxes cannot run here, or None. Builds the default image when missing."""
+    try:
+        ensure_image(connect(), image)
+    except SandboxError as exc:
+        return str(exc)
+    return None
+
+
+def _start_ticks(pid: int) -> str:
+    """The process's start time in clock ticks since boot: tells a reused pid from the original."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+        return data[data.rfind(b")") + 2:].split()[19].decode()
+    except (OSError, IndexError):
+        return "?"
+
+
+def owner_label() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{_start_ticks(os.getpid())}"
+
+
+def _owner_gone(owner: str) -> bool:
+    """Whether the process that created a container is gone (only decidable on its own host)."""
+    host, _, rest = owner.partition(":")
+    pid, _, start = rest.partition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    return _start_ticks(int(pid)) != start or start == "?"
+
+
+def remove_leftovers(*, everything: bool = False) -> list[str]:
+    """Remove pytest-mlab containers whose creating process is gone (all of them with
+    ``everything``); returns the names removed. Containers of running sessions are kept."""
+    from docker.errors import APIError, NotFound
+
+    removed = []
+    for container in connect().containers.list(all=True, filters={"label": LABEL}):
+        if everything or _owner_gone(container.labels.get(OWNER_LABEL, "")):
+            try:
+                container.remove(force=True)
+            except NotFound:
+                continue
+            except APIError as exc:
+                raise SandboxError(f"cannot remove the leftover container {container.name}: {exc}") from exc
+            removed.append(container.name)
+    return removed
+
+
+def _remove_container(client: Any, container_id: str) -> None:
+    """Finalizer: must not reference the sandbox."""
+    try:
+        client.api.remove_container(container_id, force=True)
+    except Exception:  # already gone, or the daemon is; the next session start removes it
+        pass
+
+
+# ---------------------------------------------------------------------------------------------
+# The backend
+
+
+class DockerSandbox(LocalSandbox):
+    """Workspace = host directory bind-mounted into a container; commands = docker execs."""
+
+    name = "docker"
+
+    def __init__(self, workspace: Path | None = None, *, base_env: dict[str, str] | None = None,
+                 options: SandboxOptions | None = None, image: str | None = None) -> None:
+        super().__init__(workspace, base_env=base_env, options=options)
+        self.image = image or DEFAULT_IMAGE
+        self.python = host_python() if self.image == DEFAULT_IMAGE else "python3"
+        self._client = connect()
+        self._as_root = os.getuid() == 0
+        uid, gid = (SANDBOX_UID, SANDBOX_UID) if self._as_root else (os.getuid(), os.getgid())
+        self.user = f"{uid}:{gid}"
+        self._linked: set[tuple[int, int]] = set()  # (device, inode) of data files linked from the cache
+        self._container: Any = None
+        self._oom_kills = 0
+        self._remove = None
+
+    # -- files ---------------------------------------------------------------------------------
+
+    def _place(self, source: str, destination: str, link: bool) -> str:
+        """Linked data stays the harness user's; without root that protection is impossible, so copy."""
+        mode = os.stat(source).st_mode
+        link = link and self._as_root and not mode & (stat.S_IWGRP | stat.S_IWOTH)
+        placed = super()._place(source, destination, link)
+        info = os.lstat(placed)
+        if link and info.st_nlink > 1:
+            self._linked.add((info.st_dev, info.st_ino))
+        return placed
+
+    def _hand_over(self) -> None:
+        """Give the sandbox user what the harness wrote, except data linked from the cache."""
+        if not self._as_root:
+            return
+        for directory, dirnames, filenames in os.walk(self.workspace):
+            for name in (".", *dirnames, *filenames):
+                path = os.path.join(directory, name)
+                try:
+                    info = os.lstat(path)
+                    if info.st_uid == 0 and (info.st_dev, info.st_ino) not in self._linked:
+                        os.lchown(path, SANDBOX_UID, SANDBOX_UID)
+                except OSError:
+                    continue
+
+    # -- the container -------------------------------------------------------------------------
+
+    def _mounts(self) -> list[Any]:
+        from docker.types import Mount
+
+        mounts = []
+        if self.image == DEFAULT_IMAGE:
+            mounts = [Mount(path, path, type="bind", read_only=True) for path in host_runtime_binds()]
+        # no working_dir for the container: docker would create /tmp below the tmpfs, mode 755
+        mounts.append(Mount(str(self.workspace), str(self.workspace), type="bind"))
+        return mounts
+
+    def _start(self) -> Any:
+        from docker.errors import DockerException
+        from docker.types import DeviceRequest
+
+        memory = self.options.memory or DEFAULT_MEMORY
+        cpus = min(self.options.cpus or DEFAULT_CPUS, float(os.cpu_count() or 1))
+        devices = [DeviceRequest(count=-1, capabilities=[["gpu"]])] if self.options.gpu and _has_gpu(self._client) else []
+        name = re.sub(r"[^a-zA-Z0-9_.-]+", "-", f"mlab-{self.options.label or 'run'}")[:60]
+        default = self.image == DEFAULT_IMAGE
+        init = host_init() if default else []
+        try:
+            container = self._client.containers.create(
+                self.image, [*init, "sleep", "infinity"], init=not default, user="0:0",
+                name=f"{name}-{os.getpid()}-{id(self) & 0xFFFFFF:x}",
+                labels={LABEL: "1", OWNER_LABEL: owner_label(), RUN_LABEL: self.options.label},
+                network_mode="bridge" if self.options.network else "none",
+                mounts=self._mounts(), tmpfs={"/tmp": f"rw,exec,nosuid,nodev,size={memory},mode=1777"},
+                read_only=True,
+                mem_limit=memory, memswap_limit=memory, pids_limit=self.options.pids or DEFAULT_PIDS,
+                nano_cpus=int(cpus * 1e9), cap_drop=["ALL"], security_opt=["no-new-privileges"],
+                privileged=False, device_requests=devices, environment={"PATH": "/usr/bin:/bin"})
+        except DockerException as exc:
+            raise SandboxError(f"cannot start a docker container from {self.image!r}: "
+                               f"{getattr(exc, 'explanation', None) or exc}") from exc
+        self._remove = weakref.finalize(self, _remove_container, self._client, container.id)
+        try:
+            container.start()
+        except DockerException as exc:
+            self._remove()
+            raise SandboxError(f"cannot start a docker container from {self.image!r}: "
+                               f"{getattr(exc, 'explanation', None) or exc}") from exc
+        return container
+
+    def _ensure_container(self) -> Any:
+        if self._container is None:
+            self._container = self._start()
+            self._run_as_user(f"mkdir -p {HOME}")
+        return self._container
+
+    def _run_as_user(self, script: str) -> bytes | None:
+        """Output of a shell script run as the sandbox user; None when it could not run."""
+        from docker.errors import DockerException
+
+        try:
+            result = self._container.exec_run(["/bin/sh", "-c", script], user=self.user, demux=False)
+        except DockerException:
+            return None
+        return result.output or b"" if result.exit_code == 0 else None
+
+    def _kill_all(self) -> bool:
+        """End everything commands started; True when the memory limit killed something since last time."""
+        from docker.errors import DockerException
+
+        report = self._run_as_user(_KILL_ALL)
+        if report is None:  # no process can start (pids limit): take the whole container down
+            report = b""
+            try:
+                self._container.kill()
+                self._container.start()
+                self._run_as_user(f"mkdir -p {HOME}")
+            except DockerException as exc:
+                raise SandboxError(f"cannot restart the sandbox's container: {exc}") from exc
+        counts = [int(value) for value in _OOM_KILLS.findall(report)]
+        if not counts:
+            return False
+        seen, self._oom_kills = self._oom_kills, max(counts)
+        return self._oom_kills > seen
+
+    # -- commands ------------------------------------------------------------------------------
+
+    def _environment(self, env: dict[str, str] | None) -> dict[str, str]:
+        path = f"{os.path.dirname(self.python)}:/usr/local/bin:/usr/bin:/bin" if self.image == DEFAULT_IMAGE \
+            else "/usr/local/bin:/usr/bin:/bin"
+        return clean_environment({"HOME": HOME, "TMPDIR": "/tmp", "PATH": path, **self._base_env, **(env or {})})
+
+    def exec(self, argv: list[str], *, timeout: float, output_limit: int, env: dict[str, str] | None = None,
+             stdin: str | None = None) -> ExecResult:
+        from docker.errors import DockerException
+
+        self._check_open()
+        if not argv:
+            raise SandboxError("exec needs a command to run, got an empty argv")
+        container = self._ensure_container()
+        self._hand_over()
+        started = time.monotonic()
+        api = self._client.api
+        try:
+            exec_id = api.exec_create(container.id, list(argv), stdin=stdin is not None, user=self.user,
+                                      workdir=str(self.workspace), environment=self._environment(env))["Id"]
+            stream = api.exec_start(exec_id, socket=True)
+        except DockerException as exc:
+            raise SandboxError(f"could not start {argv[0]!r} in the docker sandbox: {exc}") from exc
+        buffers = (_CappedBuffer(output_limit), _CappedBuffer(output_limit))
+        raw = getattr(stream, "_sock", stream)
+        reader = threading.Thread(target=_read_frames, args=(stream, buffers), daemon=True, name="mlab-docker-io")
+        reader.start()
+        if stdin is not None:
+            threading.Thread(target=_send_stdin, args=(raw, stdin), daemon=True, name="mlab-docker-in").start()
+        elif hasattr(raw, "shutdown"):
+            _shutdown(raw, socket.SHUT_WR)
+        try:
+            exit_code = _wait_for_exit(api, exec_id, started + max(0.0, timeout))
+        finally:
+            out_of_memory = self._kill_all()
+            reader.join(_READ_GRACE_S)
+            _shutdown(raw, socket.SHUT_RDWR)
+            reader.join(_READ_GRACE_S)
+            stream.close()
+        stderr = buffers[1].text()
+        if out_of_memory:
+            limit = (self.options.memory or DEFAULT_MEMORY) / (1 << 20)
+            stderr += f"\n[killed: the sandbox's memory limit ({limit:.0f} MiB) was reached]\n"
+        return ExecResult(
+            returncode=_as_popen_code(exit_code) if exit_code is not None else None,
+            stdout=buffers[0].text(), stderr=stderr, timed_out=exit_code is None,
+            duration=time.monotonic() - started, truncated_bytes=buffers[0].dropped + buffers[1].dropped)
+
+    # -- lifetime ------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        if self._remove is not None:
+            self._remove()
+        super().close()
+
+
+def _has_gpu(client: Any) -> bool:
+    """A GPU is passed through only when the host has one and docker has the NVIDIA runtime hook."""
+    runtimes = client.info().get("Runtimes", {})
+    return Path("/dev/nvidia0").exists() and ("nvidia" in runtimes or any("nvidia" in str(r) for r in runtimes.values()))
+
+
+def _as_popen_code(code: int) -> int:
+    """docker reports a signal as 128+N; subprocess (the local backend) as -N."""
+    return -(code - 128) if 128 < code <= 128 + 64 else code
+
+
+def _wait_for_exit(api: Any, exec_id: str, deadline: float) -> int | None:
+    """The command's exit code, or None when ``deadline`` passed first."""
+    pause = 0.005
+    while True:
+        info = api.exec_inspect(exec_id)
+        if not info.get("Running") and info.get("ExitCode") is not None:
+            return int(info["ExitCode"])
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None
+        time.sleep(min(pause, remaining))
+        pause = min(pause * 2, _POLL_MAX_S)
+
+
+def _read_frames(stream: Any, buffers: tuple[_CappedBuffer, _CappedBuffer]) -> None:
+    """Demultiplex docker's attach stream (stdout = 1, stderr = 2) into the capped buffers."""
+    from docker.utils.socket import frames_iter
+
+    try:
+        for kind, data in frames_iter(stream, tty=False):
+            if data:
+                buffers[0 if kind == 1 else 1].feed(data)
+    except (OSError, ValueError):
+        return
+
+
+def _send_stdin(raw: Any, text: str) -> None:
+    try:
+        raw.sendall(text.encode("utf-8"))
+    except OSError:
+        pass
+    _shutdown(raw, socket.SHUT_WR)
+
+
+def _shutdown(raw: Any, how: int) -> None:
+    try:
+        raw.shutdown(how)
+    except (OSError, AttributeError):
+        pass

@@ -1,0 +1,84 @@
+"""The image a docker sandbox runs, and the host runtime the default image borrows.
+
+No image registry is needed by default: the default image is an empty root filesystem imported
+locally (``docker import`` of an empty tar, through the SDK), and each container bind-mounts the
+host's system directories, a short allow-list of /etc files and the Python installation running
+pytest, all read-only. The container then runs the same interpreter and packages as the host,
+with its own namespaces, limits and user. A user-supplied image (``--docker-image`` or a task's
+``sandbox: {image: ...}``) is used as it is and must already be on the machine.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import sys
+import tarfile
+from typing import Any
+
+from pytest_mlab.errors import SandboxError
+
+#: The locally built image every container uses unless another one is named.
+DEFAULT_IMAGE = "pytest-mlab/host-runtime:1"
+
+
+def _empty_rootfs() -> bytes:
+    """A tar with nothing in it: docker creates the mount points it needs."""
+    buffer = io.BytesIO()
+    tarfile.open(fileobj=buffer, mode="w").close()
+    return buffer.getvalue()
+
+
+def ensure_image(client: Any, image: str) -> None:
+    """Make sure ``image`` exists locally: the default one is built here, any other must be present."""
+    from docker.errors import APIError, ImageNotFound
+
+    try:
+        client.images.get(image)
+        return
+    except ImageNotFound:
+        pass
+    except APIError as exc:
+        raise SandboxError(f"cannot look up the docker image {image!r}: {exc.explanation or exc}") from exc
+    if image != DEFAULT_IMAGE:
+        raise SandboxError(
+            f"the docker image {image!r} is not on this machine; fetch or build it first "
+            f"(docker pull {image}, or docker build -t {image} FOLDER), or leave the image out to use "
+            f"the default {DEFAULT_IMAGE!r}, which pytest-mlab builds locally without a registry")
+    repository, _, tag = DEFAULT_IMAGE.rpartition(":")
+    try:
+        client.api.import_image_from_data(_empty_rootfs(), repository=repository, tag=tag,
+                                          changes=["LABEL pytest-mlab.image=host-runtime"])
+        client.images.get(image)
+    except (APIError, ImageNotFound) as exc:
+        raise SandboxError(f"cannot create the default docker image {image!r} (an empty root filesystem "
+                           f"imported locally): {getattr(exc, 'explanation', None) or exc}") from exc
+
+
+def host_runtime_binds() -> list[str]:
+    """Host paths the default image mounts read-only at the same place: system directories,
+    the /etc files programs need, and the running Python installation (which may live under
+    /root: only the installation itself is mounted, so its parents need not be readable)."""
+    from pytest_mlab.sandbox.bwrap import _ETC, _SYSTEM, _python_dirs
+
+    paths = [path for path in _SYSTEM if os.path.isdir(path)]  # a symlinked /bin binds its target
+    etc = [f"/etc/{name}" for name in _ETC if os.path.exists(f"/etc/{name}")]
+    return [*paths, *etc, *_python_dirs()]
+
+
+def host_init() -> list[str]:
+    """The default image's init, from the host (/sbin is mounted, so docker's own cannot be):
+    tini reaps the orphans that killed commands leave, so they do not fill the process table."""
+    for name in ("docker-init", "tini"):
+        path = shutil.which(name, path="/usr/bin:/usr/sbin:/bin:/sbin")
+        if path:
+            return [path, "--"]
+    raise SandboxError("the default docker image needs an init from the host (docker-init or tini, "
+                       "installed with docker.io or the tini package); install one, or name an image "
+                       "with --docker-image, which then runs with docker's own init")
+
+
+def host_python() -> str:
+    """The interpreter Execute Script uses in the default image: the host's own, mounted as is."""
+    return sys.executable
