@@ -16,6 +16,9 @@ from pytest_mlab.spec.units import parse_duration
 OPTIONS = (
     ("--agent", "mlab_agent", "agents to run, comma-separated names from agents/ (default: the agents marked default: true)", None),
     ("--llm", "mlab_llm", "main LLM for LLM-driven agents, any litellm model string (default: the agent's own)", None),
+    ("--fast-llm", "mlab_fast_llm", "LLM for summaries and file understanding (default: --llm if given, else the agent's own)", None),
+    ("--edit-llm", "mlab_edit_llm", "LLM for Edit Script (AI) (default: --llm if given, else the agent's own)", None),
+    ("--llm-cache", "mlab_llm_cache", "folder caching real models' answers, so reruns are free and deterministic (default: no cache)", None),
     ("--seeds", "mlab_seeds", "runs per (task, agent), seeds 0..N-1 (default: 1)", "1"),
     ("--max-steps", "mlab_max_steps", "override every task's step limit", None),
     ("--max-time", "mlab_max_time", "override every task's time limit per run, e.g. 30m or 2h", None),
@@ -86,12 +89,16 @@ def read_settings(config: pytest.Config) -> Settings:
         raise UsageError(f"{agents_source} is empty; name at least one agent, e.g. --agent=baseline")
     out = Path(values["mlab_out"][0]).expanduser()
     cache_text = values["mlab_cache"][0]
+    llm_cache = values["mlab_llm_cache"][0]
     return Settings(
         agents=agents, agents_source=agents_source, llm=values["mlab_llm"][0], seeds=number("mlab_seeds", 1) or 1, variant=variant,
         sandbox=sandbox, out_dir=(Path(config.invocation_params.dir) / out).resolve(),
         cache_dir=(Path(config.invocation_params.dir) / Path(cache_text).expanduser()).resolve()
         if cache_text else default_cache_dir(),
         max_steps=number("mlab_max_steps", 1), max_time=max_time,
+        fast_llm=values["mlab_fast_llm"][0], edit_llm=values["mlab_edit_llm"][0],
+        llm_cache=(Path(config.invocation_params.dir) / Path(llm_cache).expanduser()).resolve() if llm_cache else None,
+        invocation_dir=Path(config.invocation_params.dir),
     )
 
 

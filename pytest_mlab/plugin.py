@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from pytest_mlab.errors import MlabError, SpecError, UsageError
+from pytest_mlab.llm.providers import HUMAN
+from pytest_mlab.llm.providers import unavailable as llm_unavailable
 from pytest_mlab.options import add_options, read_settings, spec_folder
 from pytest_mlab.results.record import RESULT_PROPERTY
 from pytest_mlab.spec.library import SPEC_SUFFIXES
@@ -36,6 +38,9 @@ def pytest_configure(config: pytest.Config) -> None:
             project.agent(name, wanted_by=(settings.agents_source, None, ""))
         except SpecError as exc:
             raise pytest.UsageError(str(exc)) from None
+    if HUMAN in (settings.llm, settings.fast_llm, settings.edit_llm) and _parallel(config):
+        raise pytest.UsageError("--llm=human reads your answers from the terminal, which pytest-xdist workers "
+                                "do not have: drop -n (and --dist) to play the agent yourself")
     config.stash[SETTINGS] = settings
     config.stash[PROJECT] = project
     if not hasattr(config, "workerinput"):
@@ -53,6 +58,11 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
     if in_task_folder or _TASK_KIND.search(_head(file_path)):
         return TaskFile.from_parent(parent, path=file_path)
     return None
+
+
+def _parallel(config: pytest.Config) -> bool:
+    """True under pytest-xdist (on the controller: -n N with N > 0; on a worker: always)."""
+    return hasattr(config, "workerinput") or bool(getattr(config.option, "numprocesses", None))
 
 
 def _head(path: Path) -> str:
@@ -85,8 +95,9 @@ class TaskFile(pytest.File):
             for tag in task.tags:
                 item.add_marker(tag)
             item.add_marker("mlab")
-            if skip_reason:
-                item.add_marker(pytest.mark.skip(reason=skip_reason))
+            reason = skip_reason or (llm_unavailable(plan.llms, task.name) if plan.llms else None)
+            if reason:
+                item.add_marker(pytest.mark.skip(reason=reason))
             yield item
 
     def repr_failure(self, excinfo, style=None):
@@ -115,8 +126,13 @@ class MlabItem(pytest.Item):
     def runtest(self) -> None:
         from pytest_mlab.runner import crashed_result, execute
 
+        console = None
+        if HUMAN in self.plan.llms.values():
+            from pytest_mlab.llm.human import terminal_console
+
+            console = terminal_console(self.config)
         try:
-            result = execute(self.plan, self.nodeid)
+            result = execute(self.plan, self.nodeid, console=console)
         except MlabError as exc:
             result = crashed_result(self.plan, self.nodeid, str(exc))
         self.user_properties.append((RESULT_PROPERTY, result.to_dict()))

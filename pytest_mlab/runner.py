@@ -18,13 +18,16 @@ from pytest_mlab.env import environment as ends
 from pytest_mlab.env.deadline import RunTimedOut, deadline
 from pytest_mlab.grading.grader import grade_snapshot
 from pytest_mlab.grading.verdict import judge
+from pytest_mlab.llm import LLMError, TokenLimitExceeded
+from pytest_mlab.llm.session import human_helper, open_session
 from pytest_mlab.results.record import RunResult
 from pytest_mlab.sandbox import SandboxOptions, open_sandbox
 from pytest_mlab.spec.plan import RunPlan
 from pytest_mlab.trace import SnapshotStore, TraceWriter
 
 
-def execute(plan: RunPlan, nodeid: str) -> RunResult:
+def execute(plan: RunPlan, nodeid: str, *, console=None) -> RunResult:
+    """``console``: the terminal for the ``human`` LLM and Request Help (None: sys.stdin/stdout)."""
     started = time.monotonic()
     data = prepare_data(plan.task, plan.variant, plan.cache_dir)
     run_dir = plan.run_dir
@@ -40,8 +43,12 @@ def execute(plan: RunPlan, nodeid: str) -> RunResult:
                      "data_files": data_files})
         _populate(sandbox, plan, data.public, data_files)
         snapshots = SnapshotStore(run_dir / "snapshots")
+        llm = open_session(plan, trace, console=console) if plan.llms else None
         env = Environment(sandbox=sandbox, actions=plan.actions, limits=plan.limits, read_only=read_only,
-                          trace=trace, snapshots=snapshots, research_problem=plan.task.description)
+                          trace=trace, snapshots=snapshots, research_problem=plan.task.description,
+                          llm=llm, human=human_helper(llm))
+        if llm is not None:
+            llm.current_step = lambda: env.steps + 1
         interrupted, detail = False, None
         try:
             with deadline(plan.limits.max_time):
@@ -50,6 +57,11 @@ def execute(plan: RunPlan, nodeid: str) -> RunResult:
                 env.end(ends.NO_FINAL_ANSWER)
         except RunTimedOut as exc:
             env.end(ends.TIME_LIMIT, str(exc))
+        except TokenLimitExceeded as exc:
+            env.end(ends.TOKEN_LIMIT, str(exc))
+        except LLMError as exc:  # the provider failed for good: a crash, explained without a traceback
+            detail = f"LLMError: {exc}"
+            env.end(ends.CRASHED, detail)
         except KeyboardInterrupt:
             interrupted = True
             env.end(ends.INTERRUPTED, "Ctrl-C")
@@ -66,7 +78,8 @@ def execute(plan: RunPlan, nodeid: str) -> RunResult:
             score=grade.score, baseline=plan.baseline, improvement=verdict.improvement, success=verdict.success,
             valid=grade.valid, invalid_reason=grade.invalid_reason, end_reason=env.end_reason,
             failure=verdict.failure, message=verdict.message, steps=env.steps,
-            wall_time=round(time.monotonic() - started, 3), run_dir=str(run_dir), trace=str(trace_path))
+            wall_time=round(time.monotonic() - started, 3), run_dir=str(run_dir), trace=str(trace_path),
+            tokens=llm.total_tokens if llm else 0, cost=llm.total_cost if llm else 0.0)
         trace.write({"type": "result", "snapshot": final, **result.to_dict()})
     if interrupted:
         raise KeyboardInterrupt

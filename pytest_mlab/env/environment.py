@@ -15,6 +15,7 @@ from typing import Any, Callable
 from pytest_mlab.actions.registry import load_implementation
 from pytest_mlab.env.context import ActionContext, ReadOnlyRules
 from pytest_mlab.errors import EnvError
+from pytest_mlab.llm.base import LLMError, TokenLimitExceeded
 from pytest_mlab.sandbox.base import Sandbox
 from pytest_mlab.spec.models import ActionSpec, ArgumentSpec, Limits
 from pytest_mlab.trace import SnapshotStore, TraceWriter
@@ -26,6 +27,7 @@ TIME_LIMIT = "timeout"
 CRASHED = "crashed"
 INTERRUPTED = "interrupted"
 NO_FINAL_ANSWER = "no final answer"
+TOKEN_LIMIT = "token limit"
 
 
 class Environment:
@@ -71,7 +73,7 @@ class Environment:
         started_wall, started = time.time(), time.monotonic()
         context = ActionContext(self.sandbox, self.limits, self.read_only, self.remaining_time(),
                                 backups=self._backups, llm=self.llm, human=self.human)
-        is_error = False
+        is_error, llm_failure = False, None
         try:
             spec = self._spec(action)
             values = self._arguments(spec, arguments)
@@ -81,6 +83,9 @@ class Environment:
                 self.end_reason = FINAL_ANSWER
         except EnvError as exc:
             observation, is_error = f"EnvError: {exc}", True
+        except (TokenLimitExceeded, LLMError) as exc:  # from a composite action's LLM call: ends the run
+            observation, is_error, llm_failure = f"{type(exc).__name__}: {exc}", True, exc
+            self.end_reason = TOKEN_LIMIT if isinstance(exc, TokenLimitExceeded) else CRASHED
         self.steps += 1
         if not self.done:
             if self.steps >= self.limits.max_steps:
@@ -92,6 +97,8 @@ class Environment:
                           "observation": observation, "error": is_error, "started": started_wall,
                           "duration": round(time.monotonic() - started, 6), "low_level": context.low_level,
                           "snapshot": self.last_snapshot, "ended": self.end_reason})
+        if llm_failure is not None:
+            raise llm_failure  # the runner records how the run ended, with the message
         return observation
 
     def end(self, reason: str, detail: str | None = None) -> None:

@@ -34,7 +34,7 @@ def judge(task: TaskSpec, baseline: float | None, grade: Grade, end_reason: str,
         cause = detail.strip().splitlines()[-1] if detail and detail.strip() else "see the trace"
         return Verdict(False, False, None, f"the run {end_reason}: {cause}", end_reason)
     if not grade.valid:
-        ended = f" (the run ended by {end_reason})" if end_reason in ("step limit", "timeout", "no final answer") else ""
+        ended = f" (the run ended by {end_reason})" if end_reason in ("step limit", "timeout", "token limit", "no final answer") else ""
         return Verdict(False, False, None, f"invalid submission: {grade.invalid_reason}{ended}", "invalid submission")
     score = grade.score
     unit = f" {metric.unit}" if metric.unit else ""
@@ -53,7 +53,7 @@ def judge(task: TaskSpec, baseline: float | None, grade: Grade, end_reason: str,
     message = f"{head}, needs > {task.success_improvement:+.0%}"
     if success:
         return Verdict(True, True, gain, message, None)
-    failure = {"step limit": "step limit", "timeout": "timeout"}.get(end_reason, "below threshold")
+    failure = {"step limit": "step limit", "timeout": "timeout", "token limit": "token limit"}.get(end_reason, "below threshold")
     if end_reason == "no final answer":
         failure = "no final answer"
     return Verdict(False, False, gain, message, failure)

@@ -29,6 +29,7 @@ class Completion:
     latency: float = 0.0  # seconds, retries included
     cached: bool = False  # answered from the on-disk cache, no provider call
     retries: int = 0
+    note: str = ""  # what the numbers cannot say, e.g. "price unknown to litellm; cost counted as 0"
 
 
 class TokenLimitExceeded(MlabError):

@@ -5,8 +5,9 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Mapping
 
 from pytest_mlab.spec import models
 
@@ -25,6 +26,10 @@ class Settings:
     cache_dir: Path
     max_steps: int | None = None
     max_time: float | None = None
+    fast_llm: str | None = None
+    edit_llm: str | None = None
+    llm_cache: Path | None = None  # --llm-cache folder
+    invocation_dir: Path | None = None  # relative scripted:/replay: paths are resolved against it
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,8 @@ class RunPlan:
     sandbox: str
     out_dir: Path
     cache_dir: Path
+    llms: Mapping[str, str] = field(default_factory=dict)  # role -> model; empty for agents without an LLM
+    llm_cache: Path | None = None
 
     @property
     def param_id(self) -> str:
@@ -79,12 +86,37 @@ def compile_plans(task: models.TaskSpec, agents: list[tuple[models.AgentSpec, tu
         limits = replace(limits, max_time=settings.max_time)
     plans = []
     for agent, actions in agents:
-        llm = (settings.llm or agent.llm.get("main")) if agent.uses_llm else None
+        typed = role_models(agent, settings)
+        llm, llms = typed.get("main"), resolved_models(typed, settings.invocation_dir)
         for seed in range(settings.seeds):
             plans.append(RunPlan(task=task, agent=agent, actions=actions, seed=seed, variant=settings.variant,
                                  llm=llm, limits=limits, sandbox=settings.sandbox, out_dir=settings.out_dir,
-                                 cache_dir=settings.cache_dir))
+                                 cache_dir=settings.cache_dir, llms=llms, llm_cache=settings.llm_cache))
     return plans
+
+
+def role_models(agent: models.AgentSpec, settings: Settings) -> dict[str, str]:
+    """The model of each role, as typed. A role's own option wins; then --llm, which replaces every
+    role the agent spec names (so one vendor's key is enough); then the spec's role; then its main.
+    Empty when the agent uses no LLM (or names none and none is given)."""
+    if not agent.uses_llm:
+        return {}
+    main = settings.llm or agent.llm.get("main")
+    if not main:
+        return {}
+    chosen = {"fast": settings.fast_llm, "edit": settings.edit_llm}
+    roles = {"main": main}
+    for role, option in chosen.items():
+        roles[role] = option or (settings.llm if settings.llm else agent.llm.get(role)) or main
+    return roles
+
+
+def resolved_models(roles: Mapping[str, str], base: Path | None) -> dict[str, str]:
+    """Role models with the files of ``scripted:`` and ``replay:`` made absolute (workers may run
+    elsewhere); the typed names stay in ids and results."""
+    from pytest_mlab.llm.providers import resolve_paths
+
+    return {role: resolve_paths(model, base) for role, model in roles.items()}
 
 
 def unmet_requirement(task: models.TaskSpec, variant: str, cache_dir: Path) -> str | None:

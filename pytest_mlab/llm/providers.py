@@ -1,0 +1,65 @@
+"""Pick a provider by its model string, and say before a run why a model cannot be used here.
+
+``scripted:FILE|DIR`` -> :mod:`scripted`, ``replay:TRACE`` -> :mod:`replay`, ``human`` ->
+:mod:`human`, anything else is a litellm model name (:mod:`litellm_provider`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from pytest_mlab.llm import replay, scripted
+from pytest_mlab.llm.provider import Provider
+
+HUMAN = "human"
+
+
+def is_offline(model: str) -> bool:
+    """True for providers that need neither a key nor the network."""
+    return model == HUMAN or model.startswith((scripted.PREFIX, replay.PREFIX))
+
+
+def resolve_paths(model: str, base: Path | None) -> str:
+    """``scripted:rel/path`` -> ``scripted:/abs/rel/path`` against ``base``; other models unchanged."""
+    for prefix in (scripted.PREFIX, replay.PREFIX):
+        if model.startswith(prefix) and base is not None:
+            return prefix + str((base / Path(model[len(prefix):]).expanduser()).resolve())
+    return model
+
+
+def make_provider(model: str, *, task: str, console: Any = None, attempts: int = 5) -> Provider:
+    if model.startswith(scripted.PREFIX):
+        return scripted.ScriptedProvider(scripted.script_file(model[len(scripted.PREFIX):], task))
+    if model.startswith(replay.PREFIX):
+        return replay.ReplayProvider(Path(model[len(replay.PREFIX):]).expanduser())
+    if model == HUMAN:
+        from pytest_mlab.llm.human import HumanProvider, terminal_console
+
+        return HumanProvider(console or terminal_console())
+    from pytest_mlab.llm.litellm_provider import LiteLLMProvider
+
+    return LiteLLMProvider(attempts=attempts)
+
+
+def make_providers(models: Mapping[str, str], **kwargs: Any) -> dict[str, Provider]:
+    """One provider per distinct model string, so roles naming the same script or trace share it."""
+    return {model: make_provider(model, **kwargs) for model in dict.fromkeys(models.values())}
+
+
+def unavailable(models: Mapping[str, str], task: str) -> str | None:
+    """Why these role models cannot run ``task`` here (a skip reason naming the fix), or None."""
+    for model in dict.fromkeys(models.values()):
+        if model.startswith(scripted.PREFIX):
+            reason = scripted.unavailable(model[len(scripted.PREFIX):], task)
+        elif model.startswith(replay.PREFIX):
+            reason = replay.unavailable(model[len(replay.PREFIX):], task)
+        elif model == HUMAN:
+            reason = None
+        else:
+            from pytest_mlab.llm.keys import missing_key_reason
+
+            reason = missing_key_reason(model)
+        if reason:
+            return reason
+    return None

@@ -1,0 +1,214 @@
+"""The session over real providers and a fake litellm boundary: retries with a fake clock, faults,
+context guard, cost, cache, and the trace records of every call."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_mlab.llm import LLMError, TokenLimitExceeded
+from pytest_mlab.llm.cache import ResponseCache
+from pytest_mlab.llm.litellm_provider import LiteLLMProvider
+from pytest_mlab.llm.scripted import ScriptedProvider
+from pytest_mlab.llm.session import LLMSession
+from pytest_mlab.trace import TraceWriter, read_trace
+
+litellm = pytest.importorskip("litellm")
+
+MODEL = "gpt-4"  # known to litellm's bundled price map: cost and context size are real
+
+
+def response(text: str, prompt_tokens: int = 10, completion_tokens: int = 5, model: str = MODEL):
+    return litellm.ModelResponse(choices=[{"message": {"content": text, "role": "assistant"}, "index": 0,
+                                           "finish_reason": "stop"}], model=model,
+                                 usage={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                                        "total_tokens": prompt_tokens + completion_tokens})
+
+
+FAULTS = {
+    "rate limit": lambda: litellm.RateLimitError("slow down", llm_provider="openai", model=MODEL),
+    "500": lambda: litellm.InternalServerError("boom", llm_provider="openai", model=MODEL),
+    "503": lambda: litellm.ServiceUnavailableError("busy", llm_provider="openai", model=MODEL),
+    "timeout": lambda: litellm.Timeout("took too long", model=MODEL, llm_provider="openai"),
+    "connection": lambda: litellm.APIConnectionError("reset", llm_provider="openai", model=MODEL),
+}
+
+
+class FakeLiteLLM:
+    """Stands in for ``litellm.completion``: raises the queued faults, then answers."""
+
+    def __init__(self, *outcomes):
+        self.outcomes = list(outcomes)
+        self.calls: list[dict] = []
+
+    def __call__(self, **kwargs):
+        self.calls.append(kwargs)
+        outcome = self.outcomes.pop(0)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 100.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+@pytest.fixture
+def clock():
+    return FakeClock()
+
+
+@pytest.fixture
+def trace(tmp_path):
+    with TraceWriter(tmp_path / "trace.jsonl") as writer:
+        yield writer
+
+
+def llm_records(trace: TraceWriter) -> list[dict]:
+    return [r for r in read_trace(trace.path) if r["type"] == "llm"]
+
+
+def real_session(trace, clock, cache=None, attempts=5, **options) -> LLMSession:
+    provider = LiteLLMProvider(attempts=attempts, sleep=clock.sleep)
+    return LLMSession({"main": MODEL, "fast": MODEL, "edit": MODEL}, {MODEL: provider}, trace, clock=clock,
+                      cache=cache, **options)
+
+
+def test_call_passes_prompt_stop_and_options_and_records_tokens_and_cost(monkeypatch, trace, clock):
+    fake = FakeLiteLLM(response("Action: List Files", 12, 4))
+    monkeypatch.setattr(litellm, "completion", fake)
+    session = real_session(trace, clock, temperature=0.0, max_tokens=300)
+    session.current_step = lambda: 7
+    assert session.complete("hello", role="fast", stop=["Observation:"], purpose="summary") == "Action: List Files"
+    assert fake.calls == [{"model": MODEL, "messages": [{"role": "user", "content": "hello"}],
+                           "stop": ["Observation:"], "temperature": 0.0, "max_tokens": 300}]
+    (record,) = llm_records(trace)
+    expected_cost = litellm.completion_cost(completion_response=response("x", 12, 4))
+    assert expected_cost > 0
+    assert {k: record[k] for k in ("step", "role", "model", "purpose", "prompt", "completion", "prompt_tokens",
+                                   "completion_tokens", "cached", "retries", "errors")} == {
+        "step": 7, "role": "fast", "model": MODEL, "purpose": "summary", "prompt": "hello",
+        "completion": "Action: List Files", "prompt_tokens": 12, "completion_tokens": 4, "cached": False,
+        "retries": 0, "errors": []}
+    assert record["cost"] == pytest.approx(expected_cost)
+    assert (session.total_tokens, session.total_cost) == (16, pytest.approx(expected_cost))
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_transient_faults_are_retried_with_exponential_backoff_and_logged(monkeypatch, trace, clock, fault):
+    monkeypatch.setattr(litellm, "completion", FakeLiteLLM(FAULTS[fault](), FAULTS[fault](), response("ok")))
+    session = real_session(trace, clock)
+    assert session.complete("hi") == "ok"
+    assert clock.sleeps == [2.0, 4.0]  # no real sleeping: the fake clock advances
+    (record,) = llm_records(trace)
+    assert record["retries"] == 2 and record["latency"] == 6.0
+    assert [e["attempt"] for e in record["errors"]] == [1, 2]
+    assert record["errors"][0]["error"] == type(FAULTS[fault]()).__name__
+    assert record["errors"][0]["retry_in"] == 2.0
+
+
+def test_backoff_is_capped_and_attempts_are_bounded(monkeypatch, trace, clock):
+    monkeypatch.setattr(litellm, "completion", FakeLiteLLM(*[FAULTS["rate limit"]() for _ in range(8)]))
+    session = real_session(trace, clock, attempts=8)
+    with pytest.raises(LLMError, match=r"gpt-4 failed 8 times in a row; last error: RateLimitError"):
+        session.complete("hi")
+    assert clock.sleeps == [2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0]
+    (record,) = llm_records(trace)
+    assert record["completion"] is None and record["failure"] == "error" and len(record["errors"]) == 8
+    assert session.completions == []  # a failed call adds nothing to the totals
+
+
+def test_context_window_error_is_a_token_limit_not_retried(monkeypatch, trace, clock):
+    fault = litellm.ContextWindowExceededError("maximum context length is 8192", model=MODEL, llm_provider="openai")
+    fake = FakeLiteLLM(fault)
+    monkeypatch.setattr(litellm, "completion", fake)
+    with pytest.raises(TokenLimitExceeded, match="does not fit the context of gpt-4"):
+        real_session(trace, clock).complete("hi")
+    assert len(fake.calls) == 1 and clock.sleeps == []
+    assert llm_records(trace)[0]["failure"] == "token limit"
+
+
+def test_prompt_longer_than_the_model_context_fails_before_any_call(monkeypatch, trace, clock):
+    fake = FakeLiteLLM(response("never"))
+    monkeypatch.setattr(litellm, "completion", fake)
+    with pytest.raises(TokenLimitExceeded, match=r"more than the 8192 that gpt-4 accepts"):
+        real_session(trace, clock).complete("word " * 20000)
+    assert fake.calls == []
+
+
+def test_other_provider_errors_are_not_retried(monkeypatch, trace, clock):
+    bad_key = litellm.AuthenticationError("invalid api key", llm_provider="openai", model=MODEL)
+    monkeypatch.setattr(litellm, "completion", FakeLiteLLM(bad_key))
+    with pytest.raises(LLMError, match="rejected the API key"):
+        real_session(trace, clock).complete("hi")
+    assert clock.sleeps == []
+
+
+def test_unknown_price_counts_zero_with_a_note(monkeypatch, trace, clock):
+    monkeypatch.setattr(litellm, "completion", FakeLiteLLM(response("ok", model="my-local-model")))
+    provider = LiteLLMProvider(sleep=clock.sleep)
+    session = LLMSession({"main": "my-local-model"}, {"my-local-model": provider}, trace, clock=clock)
+    session.complete("hi")
+    (record,) = llm_records(trace)
+    assert record["cost"] == 0 and "price of my-local-model unknown" in record["note"]
+
+
+def test_cache_hit_costs_nothing_and_is_marked(monkeypatch, trace, clock, tmp_path):
+    fake = FakeLiteLLM(response("first", 10, 5), response("second", 10, 5))
+    monkeypatch.setattr(litellm, "completion", fake)
+    cache = ResponseCache(tmp_path / "cache")
+    first = real_session(trace, clock, cache=cache, temperature=0.0)
+    assert first.complete("same prompt", stop=["X"]) == "first"
+    second = real_session(trace, clock, cache=cache, temperature=0.0)
+    assert second.complete("same prompt", stop=["X"]) == "first"  # from the cache
+    assert len(fake.calls) == 1
+    miss, hit = llm_records(trace)
+    assert (miss["cached"], hit["cached"]) == (False, True)
+    assert miss["cost"] > 0 and hit["cost"] == 0 and second.total_cost == 0
+    assert hit["prompt_tokens"] == 10 and hit["completion"] == "first"
+    # any part of the key changing is a miss
+    assert real_session(trace, clock, cache=cache, temperature=0.5).complete("same prompt", stop=["X"]) == "second"
+    assert len(fake.calls) == 2
+    files = list((tmp_path / "cache").rglob("*.json"))
+    assert len(files) == 2 and not list((tmp_path / "cache").rglob(".tmp-*"))
+    assert json.loads(files[0].read_text())["prompt"] == "same prompt"
+
+
+def test_a_corrupt_cache_entry_is_a_miss(monkeypatch, trace, clock, tmp_path):
+    monkeypatch.setattr(litellm, "completion", FakeLiteLLM(response("fresh")))
+    cache = ResponseCache(tmp_path / "cache")
+    session = real_session(trace, clock, cache=cache)
+    from pytest_mlab.llm.provider import Request
+
+    path = cache._path(cache.key(Request(MODEL, "main", "p", temperature=None, max_tokens=None)))
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json")
+    assert session.complete("p") == "fresh"
+
+
+def test_unknown_role_is_an_llm_error(trace, tmp_path):
+    script = tmp_path / "s.yaml"
+    script.write_text("- one\n")
+    session = LLMSession({"main": "scripted:s"}, {"scripted:s": ScriptedProvider(script)}, trace)
+    with pytest.raises(LLMError, match="unknown LLM role 'boss'; the roles are main, fast, edit"):
+        session.complete("x", role="boss")
+
+
+def test_offline_providers_estimate_tokens_and_cost_nothing(trace, tmp_path):
+    script = tmp_path / "s.yaml"
+    script.write_text("- 12345678\n")
+    session = LLMSession({"main": "scripted:s"}, {"scripted:s": ScriptedProvider(script)}, trace)
+    session.complete("a" * 41)
+    (record,) = llm_records(trace)
+    assert (record["prompt_tokens"], record["completion_tokens"], record["cost"]) == (11, 2, 0)
