@@ -49,6 +49,30 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(ResultsReporter(settings, project), "mlab-results")
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Docker containers left by a killed session or worker are removed before any item runs."""
+    _remove_dead_containers(session.config)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Those of workers that died during this session are removed after it."""
+    _remove_dead_containers(session.config)
+
+
+def _remove_dead_containers(config: pytest.Config) -> None:
+    from pytest_mlab.sandbox.registry import resolve_kind
+
+    if hasattr(config, "workerinput") or SETTINGS not in config.stash:
+        return
+    if resolve_kind(config.stash[SETTINGS].sandbox) == "docker":
+        from pytest_mlab.sandbox.docker import remove_leftovers
+
+        try:
+            remove_leftovers()
+        except MlabError as exc:
+            raise pytest.UsageError(f"--sandbox=docker: {exc}") from None
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):
     """Task specs: any YAML with ``kind: Task``, and everything in ``specs/tasks/`` (so a broken
     ``kind:`` line there is an error, not a silently skipped file)."""

@@ -244,7 +244,7 @@ def test_passing_failing_and_timed_out_runs_leave_no_container(pytester, project
     result = _sub_run(pytester, tmp_path, "dockerstuck", "--agent=stuck")
     result.assert_outcomes(failed=1)
     trace = (project / "mlab-results" / "runs").glob("dockerstuck*/trace.jsonl")
-    assert "stopped after 3s (time limit)" in next(trace).read_text()
+    assert "stopped after 3.0s (time limit)" in next(trace).read_text()
     assert _containers_of("dockerstuck") == []
 
 
