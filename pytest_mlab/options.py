@@ -26,7 +26,14 @@ OPTIONS = (
     ("--mlab-out", "mlab_out", "folder for results.json, results.csv and runs/ (default: mlab-results)", "mlab-results"),
     ("--mlab-data", "mlab_data", "data variant to run: mini (offline, generated here) or full (default: mini)", "mini"),
     ("--mlab-cache", "mlab_cache", f"folder for prepared data and hidden answers (default: {default_cache_dir()})", None),
+    ("--mlab-compare", "mlab_compare", "regression gate: compare success rates with this saved results.json or gate file", None),
+    ("--mlab-max-drop", "mlab_max_drop", "regression gate: tolerated drop in success rate, 0..1 (default: 0.10)", "0.10"),
+    ("--mlab-save-gate", "mlab_save_gate", "write this session's success counts as a gate file for --mlab-compare", None),
+    ("--mlab-resume", "mlab_resume", "reuse runs that finished in --mlab-out instead of running them again", None),
+    ("--mlab-max-cost", "mlab_max_cost", "stop starting runs once this session's LLM cost reaches this many USD", None),
+    ("--mlab-score-steps", "mlab_score_steps", "grade every step's snapshot: best-step improvement and a score curve", None),
 )
+FLAGS = ("--mlab-resume", "--mlab-score-steps")  # on/off options; their ini settings take true/false
 PATH_SETTINGS = (
     ("mlab_actions_dir", "folder of Action specs, relative to the rootdir", "specs/actions"),
     ("mlab_agents_dir", "folder of Agent specs, relative to the rootdir", "agents"),
@@ -37,7 +44,8 @@ PATH_SETTINGS = (
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("mlab", "pytest-mlab: benchmark ML research agents")
     for flag, ini, help_text, _default in OPTIONS:
-        group.addoption(flag, dest=ini, default=None, help=help_text)
+        flag_kind = {"action": "store_const", "const": "true"} if flag in FLAGS else {}
+        group.addoption(flag, dest=ini, default=None, help=help_text, **flag_kind)
         parser.addini(ini, help=help_text, default=None)
     for ini, help_text, default in PATH_SETTINGS:
         parser.addini(ini, help=help_text, default=default)
@@ -95,7 +103,7 @@ def read_settings(config: pytest.Config) -> Settings:
         sandbox=sandbox, out_dir=(Path(config.invocation_params.dir) / out).resolve(),
         cache_dir=(Path(config.invocation_params.dir) / Path(cache_text).expanduser()).resolve()
         if cache_text else default_cache_dir(),
-        max_steps=number("mlab_max_steps", 1), max_time=max_time,
+        max_steps=number("mlab_max_steps", 1), max_time=max_time, **_results_settings(values, config),
         fast_llm=values["mlab_fast_llm"][0], edit_llm=values["mlab_edit_llm"][0],
         llm_cache=(Path(config.invocation_params.dir) / Path(llm_cache).expanduser()).resolve() if llm_cache else None,
         invocation_dir=Path(config.invocation_params.dir),
@@ -104,3 +112,35 @@ def read_settings(config: pytest.Config) -> Settings:
 
 def spec_folder(config: pytest.Config, ini: str) -> Path:
     return (config.rootpath / str(config.getini(ini))).resolve()
+
+
+def _results_settings(values: dict[str, tuple[str | None, str]], config: pytest.Config) -> dict:
+    """The regression gate, resume, budget and step-scoring options."""
+    def path(ini: str) -> Path | None:
+        text = values[ini][0]
+        return (Path(config.invocation_params.dir) / Path(text).expanduser()).resolve() if text else None
+
+    def switch(ini: str) -> bool:
+        text, source = values[ini]
+        if text is None or text.lower() in ("false", "no", "0", "off", ""):
+            return False
+        if text.lower() in ("true", "yes", "1", "on"):
+            return True
+        raise UsageError(f"{source}={text}: expected true or false")
+
+    def amount(ini: str, upper: float | None) -> float | None:
+        text, source = values[ini]
+        if text is None:
+            return None
+        try:
+            value = float(text.lstrip("$"))
+        except ValueError:
+            raise UsageError(f"{source}={text}: expected a number") from None
+        if not 0 <= value <= (upper if upper is not None else float("inf")):
+            bound = f"between 0 and {upper:g}" if upper is not None else "0 or more"
+            raise UsageError(f"{source}={text}: must be {bound}")
+        return value
+
+    return {"compare": path("mlab_compare"), "max_drop": amount("mlab_max_drop", 1.0),
+            "save_gate": path("mlab_save_gate"), "resume": switch("mlab_resume"),
+            "max_cost": amount("mlab_max_cost", None), "score_steps": switch("mlab_score_steps")}

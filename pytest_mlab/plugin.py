@@ -46,7 +46,24 @@ def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):
         from pytest_mlab.results.collector import ResultsReporter
 
-        config.pluginmanager.register(ResultsReporter(settings, project), "mlab-results")
+        try:
+            reporter = ResultsReporter(settings, project)
+        except MlabError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        config.pluginmanager.register(reporter, "mlab-results")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """pytest-html shows a run's message and links to its trace (when pytest-html is installed)."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" and isinstance(item, MlabItem):
+        result = next((value for name, value in item.user_properties if name == RESULT_PROPERTY), None)
+        if result is not None:
+            from pytest_mlab.results.junit import html_extras
+
+            report.extras = [*getattr(report, "extras", []), *html_extras(result)]
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -148,6 +165,23 @@ class MlabItem(pytest.Item):
         self.plan = plan
 
     def runtest(self) -> None:
+        from pytest_mlab.results import runs
+        from pytest_mlab.results.junit import attach
+
+        settings = self.config.stash[SETTINGS]
+        result = runs.resumed(self.plan, self.nodeid, settings)
+        if result is None:
+            stop = runs.budget_stop(settings)
+            if stop:
+                pytest.skip(stop)
+            result = self._execute()
+            result = runs.after_run(self.plan, result, settings)
+        attach(self, result)
+        if not result.passed:
+            where = f"\ntrace: {Path(result.trace).resolve()}" if result.trace else ""
+            raise RunFailed(f"{result.message}{where}")
+
+    def _execute(self):
         from pytest_mlab.runner import crashed_result, execute
 
         console = None
@@ -159,12 +193,7 @@ class MlabItem(pytest.Item):
             result = execute(self.plan, self.nodeid, console=console)
         except MlabError as exc:
             result = crashed_result(self.plan, self.nodeid, str(exc))
-        self.user_properties.append((RESULT_PROPERTY, result.to_dict()))
-        if result.trace:
-            self.user_properties.append(("mlab_trace", result.trace))
-        if not result.passed:
-            where = f"\ntrace: {Path(result.trace).resolve()}" if result.trace else ""
-            raise RunFailed(f"{result.message}{where}")
+        return result
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, (RunFailed, MlabError)):

@@ -30,6 +30,12 @@ class Settings:
     edit_llm: str | None = None
     llm_cache: Path | None = None  # --llm-cache folder
     invocation_dir: Path | None = None  # relative scripted:/replay: paths are resolved against it
+    compare: Path | None = None  # --mlab-compare: reference for the regression gate
+    max_drop: float = 0.10
+    save_gate: Path | None = None
+    resume: bool = False
+    max_cost: float | None = None  # USD
+    score_steps: bool = False
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ def test_results_json_and_csv_hold_every_run_in_node_id_order(tmp_path):
     runs = [result("vectorization"), result("diabetes", "baseline", expect="baseline"), result()]
     path = write_results(tmp_path, runs, {"seeds": 1, "agents": []})
     payload = json.loads(path.read_text())
-    assert payload["version"] == 1 and payload["settings"] == {"seeds": 1, "agents": []}
+    assert payload["version"] == 2 and payload["settings"] == {"seeds": 1, "agents": []}
+    assert [group["task"] for group in payload["aggregate"]["groups"]] == ["diabetes", "digits", "vectorization"]
     assert [run["task"] for run in payload["runs"]] == ["diabetes", "digits", "vectorization"]
     assert RunResult.from_dict(payload["runs"][1]) == result()
     frame = pd.read_csv(tmp_path / "results.csv")

@@ -1,0 +1,58 @@
+"""The budget ledger shared by processes, and resuming from a run's own trace."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+from pytest_mlab.results.budget import Ledger, over_budget
+from pytest_mlab.results.resume import finished_result
+from tests.results.builders import run, saved_run
+
+
+def _spend(out_dir: str, index: int) -> None:
+    from pathlib import Path
+
+    for _ in range(10):
+        Ledger(Path(out_dir)).add(f"run-{index}", 0.25)
+
+
+def test_ledger_sums_what_several_processes_spent(tmp_path):
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_spend, args=(str(tmp_path), index)) for index in range(3)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert Ledger(tmp_path).spent() == 3 * 10 * 0.25
+
+
+def test_budget_stops_once_reached_and_a_new_session_starts_from_nothing(tmp_path):
+    ledger = Ledger(tmp_path)
+    assert over_budget(ledger, None) is None and over_budget(ledger, 1.0) is None
+    ledger.add("a", 0.6)
+    assert over_budget(ledger, 1.0) is None
+    ledger.add("b", 0.6)
+    reason = over_budget(ledger, 1.0)
+    assert reason.startswith("budget:") and "$1.20" in reason and "--mlab-max-cost=$1" in reason
+    with open(ledger.path, "a") as handle:
+        handle.write('{"run_id": "c", "co')  # a worker died mid-line
+    assert ledger.spent() == 1.2
+    ledger.reset()
+    assert ledger.spent() == 0.0 and over_budget(ledger, 1.0) is None
+
+
+def test_resume_takes_the_result_record_of_the_same_run(tmp_path):
+    saved = saved_run(tmp_path / "run", [("Write File", {"a.py": "x"}, "ok")], run(passed=False, success=False))
+    got = finished_result(tmp_path / "run", saved.run_id, "new/node::id")
+    assert got.resumed and got.nodeid == "new/node::id"
+    assert (got.passed, got.score, got.run_id) == (False, saved.score, saved.run_id)
+
+
+def test_runs_without_a_result_record_run_again(tmp_path):
+    saved_run(tmp_path / "killed", [("Write File", {"a.py": "x"}, "ok")], None)  # killed mid-run
+    assert finished_result(tmp_path / "killed", "x", "n") is None
+    assert finished_result(tmp_path / "never-started", "x", "n") is None
+    saved = saved_run(tmp_path / "other", [], run())
+    assert finished_result(tmp_path / "other", "digits[mini-reference-s1]", "n") is None  # another run's folder
+    (tmp_path / "other" / "trace.jsonl").write_text("garbage\n" + (tmp_path / "other" / "trace.jsonl").read_text())
+    assert finished_result(tmp_path / "other", saved.run_id, "n") is None  # a corrupt trace is not trusted
