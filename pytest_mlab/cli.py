@@ -25,6 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     prepare.add_argument("--cache", type=Path, default=None, help=f"cache folder (default: {default_cache_dir()})")
     prepare.add_argument("--root", type=Path, default=Path("."), help="project root (default: the current folder)")
     prepare.add_argument("--tasks-dir", default="specs/tasks", help="Task specs folder, relative to the root")
+    clean = commands.add_parser("clean", help="remove docker containers left by killed pytest-mlab sessions")
+    clean.add_argument("--all", action="store_true", help="also remove the containers of sessions still running")
+    clean.set_defaults(run=_clean)
     from pytest_mlab.results.commands import add_commands
 
     add_commands(commands)
@@ -49,6 +52,15 @@ def _prepare(args: argparse.Namespace) -> int:
         data = prepare_data(task, args.data, cache, stream=True)
         files = data.public_files()
         print(f"{name} [{args.data}]: {len(files)} data file(s) in {data.public}; answers in {data.hidden}")
+    return 0
+
+
+def _clean(args: argparse.Namespace) -> int:
+    """Containers whose creating process is gone (a killed session or worker); --all: every one."""
+    from pytest_mlab.sandbox.docker import remove_leftovers
+
+    removed = remove_leftovers(everything=args.all)
+    print(f"removed {len(removed)} container(s){': ' if removed else ''}{', '.join(removed)}")
     return 0
 
 

@@ -153,22 +153,37 @@ def _my_owner() -> str:
     return owner_label()
 
 
+def _leave_orphan(label: str) -> None:
+    """A process that dies without closing its sandbox, so its container stays behind."""
+    code = ("import os; from pytest_mlab.sandbox import open_sandbox, SandboxOptions\n"
+            f"box = open_sandbox('docker', options=SandboxOptions(label={label!r}))\n"
+            "box.exec(['/bin/true'], timeout=30, output_limit=100)\n"
+            "os._exit(0)\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    assert mlab_containers(**{"pytest-mlab.run": label})
+
+
 def test_leftovers_of_a_dead_process_are_removed_and_live_ones_kept():
     """A process that dies without closing its sandbox leaves a container; clean-up removes only
     containers whose creator is gone."""
     from pytest_mlab.sandbox.docker import OWNER_LABEL, remove_leftovers
 
-    code = ("import os; from pytest_mlab.sandbox import open_sandbox, SandboxOptions\n"
-            "box = open_sandbox('docker', options=SandboxOptions(label='orphan-probe'))\n"
-            "box.exec(['/bin/true'], timeout=30, output_limit=100)\n"
-            "os._exit(0)\n")
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    _leave_orphan("orphan-probe")
     assert len(mlab_containers(**{"pytest-mlab.run": "orphan-probe"})) >= 1
     with open_sandbox("docker", options=SandboxOptions(label="live-probe")) as live:
         live.exec(["/bin/true"], timeout=30, output_limit=100)
         removed = remove_leftovers()
         assert mlab_containers(**{"pytest-mlab.run": "orphan-probe"}) == []
         assert removed and mlab_containers(**{"pytest-mlab.run": "live-probe", OWNER_LABEL: _my_owner()})
+
+
+def test_clean_command_removes_a_dead_process_container(capsys):
+    from pytest_mlab.cli import main
+
+    _leave_orphan("clean-probe")
+    assert main(["clean"]) == 0
+    assert "removed" in capsys.readouterr().out
+    assert mlab_containers(**{"pytest-mlab.run": "clean-probe"}) == []
 
 
 def test_clear_errors_when_the_sdk_the_daemon_or_the_image_is_missing(monkeypatch):
