@@ -9,6 +9,7 @@ import pytest
 from pytest_mlab.data import default_cache_dir
 from pytest_mlab.errors import UsageError
 from pytest_mlab.sandbox import SANDBOX_KINDS
+from pytest_mlab.sandbox.registry import sandbox_unavailable
 from pytest_mlab.spec.plan import Settings
 from pytest_mlab.spec.units import parse_duration
 
@@ -22,7 +23,8 @@ OPTIONS = (
     ("--seeds", "mlab_seeds", "runs per (task, agent), seeds 0..N-1 (default: 1)", "1"),
     ("--max-steps", "mlab_max_steps", "override every task's step limit", None),
     ("--max-time", "mlab_max_time", "override every task's time limit per run, e.g. 30m or 2h", None),
-    ("--sandbox", "mlab_sandbox", f"where actions run: {', '.join(SANDBOX_KINDS)} (default: local)", "local"),
+    ("--sandbox", "mlab_sandbox", f"where agents' code runs: {', '.join(SANDBOX_KINDS)} (default: auto, which is "
+                                  "bwrap where bubblewrap works, else local with a warning)", "auto"),
     ("--mlab-out", "mlab_out", "folder for results.json, results.csv and runs/ (default: mlab-results)", "mlab-results"),
     ("--mlab-data", "mlab_data", "data variant to run: mini (offline, generated here) or full (default: mini)", "mini"),
     ("--mlab-cache", "mlab_cache", f"folder for prepared data and hidden answers (default: {default_cache_dir()})", None),
@@ -81,6 +83,9 @@ def read_settings(config: pytest.Config) -> Settings:
     sandbox, source = values["mlab_sandbox"]
     if sandbox not in SANDBOX_KINDS:
         raise UsageError(f"{source}={sandbox}: unknown sandbox; choose one of: {', '.join(SANDBOX_KINDS)}")
+    unavailable = sandbox_unavailable(sandbox)
+    if unavailable:
+        raise UsageError(f"{source}={sandbox}: the {sandbox} sandbox cannot run here: {unavailable}")
     max_time_text, source = values["mlab_max_time"]
     max_time = None
     if max_time_text is not None:

@@ -22,6 +22,7 @@ from pytest_mlab.llm import LLMError, TokenLimitExceeded
 from pytest_mlab.llm.session import human_helper, open_session
 from pytest_mlab.results.record import RunResult
 from pytest_mlab.sandbox import SandboxOptions, open_sandbox
+from pytest_mlab.sandbox.registry import resolve_kind
 from pytest_mlab.spec.plan import RunPlan
 from pytest_mlab.trace import SnapshotStore, TraceWriter
 
@@ -106,7 +107,7 @@ def crashed_result(plan: RunPlan, nodeid: str, message: str) -> RunResult:
     """A row for a run the harness could not carry out (data preparation or the sandbox failed)."""
     return RunResult(
         nodeid=nodeid, run_id=plan.run_id, task=plan.task.name, agent=plan.agent.name, llm=plan.llm,
-        seed=plan.seed, variant=plan.variant, sandbox=plan.sandbox, metric=plan.task.metric.name,
+        seed=plan.seed, variant=plan.variant, sandbox=resolve_kind(plan.sandbox), metric=plan.task.metric.name,
         direction=plan.task.metric.direction, expect=plan.agent.expect, passed=False, score=None,
         baseline=plan.baseline, improvement=None, success=False, valid=False, invalid_reason=None,
         end_reason=ends.CRASHED, failure=ends.CRASHED, message=message, steps=0, wall_time=0.0)

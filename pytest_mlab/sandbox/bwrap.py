@@ -22,6 +22,7 @@ command started survives it. Memory and process limits come from :mod:`.cgroups`
 from __future__ import annotations
 
 import functools
+import glob
 import os
 import shutil
 import site
@@ -77,7 +78,12 @@ def _system_args() -> list[str]:
     return args
 
 
-def bwrap_command(workspace: Path, *, network: bool, read_only: list[str] = ()) -> list[str]:
+def _gpu_devices() -> list[str]:
+    """NVIDIA and DRI device nodes, passed through only when a task needs a GPU."""
+    return sorted(glob.glob("/dev/nvidia*") + glob.glob("/dev/dri"))
+
+
+def bwrap_command(workspace: Path, *, network: bool, read_only: list[str] = (), gpu: bool = False) -> list[str]:
     """The ``bwrap`` arguments (without the program to run) for a sandbox over ``workspace``."""
     executable = shutil.which("bwrap") or "bwrap"
     args = [executable, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
@@ -89,6 +95,8 @@ def bwrap_command(workspace: Path, *, network: bool, read_only: list[str] = ()) 
     for path in _python_dirs():
         args += ["--ro-bind", path, path]
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", HOME]
+    for device in _gpu_devices() if gpu else ():
+        args += ["--dev-bind", device, device]
     args += ["--bind", str(workspace), str(workspace)]
     for path in read_only:
         args += ["--ro-bind", path, path]
@@ -157,7 +165,8 @@ class BwrapSandbox(LocalSandbox):
         if not argv:
             raise SandboxError("exec needs a command to run, got an empty argv")
         wrapped = [*self.limits.prefix(),
-                   *bwrap_command(self.workspace, network=self.options.network, read_only=self._still_linked()),
+                   *bwrap_command(self.workspace, network=self.options.network, read_only=self._still_linked(),
+                                 gpu=self.options.gpu),
                    *argv]
         return super().exec(wrapped, timeout=timeout, output_limit=output_limit, env=env, stdin=stdin)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_mlab.sandbox.registry import resolve_kind
 from pytest_mlab.trace import read_trace
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,6 +34,7 @@ def test_main_job_runs_every_smoke_task_with_both_default_agents(pytester: pytes
     results = json.loads((out / "results.json").read_text())
     assert results["version"] == 1 and results["settings"]["variant"] == "mini"
     runs = {(run["task"], run["agent"]): run for run in results["runs"]}
+    assert {run["sandbox"] for run in runs.values()} == {resolve_kind("auto")}  # isolated where bwrap works
     assert set(runs) == {(task, agent) for task in TASKS for agent in ("baseline", "reference")}
     for task in TASKS:
         baseline, reference = runs[(task, "baseline")], runs[(task, "reference")]
