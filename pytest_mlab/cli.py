@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from pytest_mlab.data import default_cache_dir, is_prepared, prepare_data
+from pytest_mlab.data import default_cache_dir, prepare_verbosely
 from pytest_mlab.errors import MlabError
 from pytest_mlab.spec.library import SpecLibrary, build_task
 
@@ -47,11 +47,7 @@ def _prepare(args: argparse.Namespace) -> int:
         task = build_task(library.raw(name, wanted_by=("TASK", None, "")), library, root)
         if args.data not in task.data:
             raise MlabError(f"task '{name}' has no '{args.data}' data variant; it has: {', '.join(task.data)}")
-        state = "already prepared" if is_prepared(task, args.data, cache) else "preparing..."
-        print(f"{name} [{args.data}]: {state}", flush=True)
-        data = prepare_data(task, args.data, cache, stream=True)
-        files = data.public_files()
-        print(f"{name} [{args.data}]: {len(files)} data file(s) in {data.public}; answers in {data.hidden}")
+        prepare_verbosely(task, args.data, cache, lambda line: print(line, flush=True))
     return 0
 
 

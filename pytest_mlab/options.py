@@ -49,6 +49,8 @@ def add_options(parser: pytest.Parser) -> None:
         flag_kind = {"action": "store_const", "const": "true"} if flag in FLAGS else {}
         group.addoption(flag, dest=ini, default=None, help=help_text, **flag_kind)
         parser.addini(ini, help=help_text, default=None)
+    group.addoption("--mlab-prepare", dest="mlab_prepare", action="store_true", default=False,
+                    help="prepare the selected tasks' data (downloads included) before the first run, with progress")
     for ini, help_text, default in PATH_SETTINGS:
         parser.addini(ini, help=help_text, default=default)
 
@@ -104,6 +106,7 @@ def read_settings(config: pytest.Config) -> Settings:
     cache_text = values["mlab_cache"][0]
     llm_cache = values["mlab_llm_cache"][0]
     return Settings(
+        prepare=bool(config.getoption("mlab_prepare")),
         agents=agents, agents_source=agents_source, llm=values["mlab_llm"][0], seeds=number("mlab_seeds", 1) or 1, variant=variant,
         sandbox=sandbox, out_dir=(Path(config.invocation_params.dir) / out).resolve(),
         cache_dir=(Path(config.invocation_params.dir) / Path(cache_text).expanduser()).resolve()

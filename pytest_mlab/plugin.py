@@ -17,6 +17,7 @@ from pytest_mlab.spec.plan import RunPlan, Settings, compile_plans, unmet_requir
 from pytest_mlab.spec.project import Project
 
 SETTINGS = pytest.StashKey[Settings]()
+PREPARED = pytest.StashKey[set]()
 PROJECT = pytest.StashKey[Project]()
 _TASK_KIND = re.compile(r"^kind:\s*['\"]?Task['\"]?\s*(#.*)?$", re.MULTILINE)
 
@@ -90,6 +91,42 @@ def _remove_dead_containers(config: pytest.Config) -> None:
             raise pytest.UsageError(f"--sandbox=docker: {exc}") from None
 
 
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """--mlab-prepare without xdist: prepare the selected items' data before the first run."""
+    if session.config.stash[SETTINGS].prepare and not hasattr(session.config, "workerinput"):
+        _prepare_selected(session.config, [item.plan.task for item in session.items if isinstance(item, MlabItem)])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids: list[str]) -> None:
+    """--mlab-prepare under xdist: workers report the selected items; the controller prepares their
+    data before it schedules any."""
+    config = node.config
+    if config.stash[SETTINGS].prepare:
+        files = dict.fromkeys(nodeid.split("::")[0] for nodeid in ids)
+        _prepare_selected(config, [config.stash[PROJECT].task_from_file(config.rootpath / name) for name in files])
+
+
+def _prepare_selected(config: pytest.Config, tasks: list) -> None:
+    """Each task once, skipping tasks that are skipped anyway; output goes to the user's terminal."""
+    from pytest_mlab.data import prepare_verbosely
+
+    settings, done = config.stash[SETTINGS], config.stash.setdefault(PREPARED, set())
+    reporter = config.pluginmanager.getplugin("terminalreporter")
+    capture = config.pluginmanager.getplugin("capturemanager")
+    for task in tasks:
+        if task.name in done or unmet_requirement(task, settings.variant, settings.cache_dir, preparing=True):
+            continue
+        done.add(task.name)
+        with capture.global_and_fixture_disabled():
+            try:
+                prepare_verbosely(task, settings.variant, settings.cache_dir,
+                                  lambda line: (reporter.write_line(line), reporter.flush()))
+            except MlabError as exc:
+                pytest.exit(f"--mlab-prepare: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):
     """Task specs: any YAML with ``kind: Task``, and everything in ``specs/tasks/`` (so a broken
     ``kind:`` line there is an error, not a silently skipped file)."""
@@ -129,7 +166,7 @@ class TaskFile(pytest.File):
         for name in names:
             agent = project.agent(name, wanted_by=(settings.agents_source, None, ""))
             agents.append((agent, project.agent_actions(agent)))
-        skip_reason = unmet_requirement(task, settings.variant, settings.cache_dir)
+        skip_reason = unmet_requirement(task, settings.variant, settings.cache_dir, preparing=settings.prepare)
         _register_tags(config, task.tags)
         for plan in compile_plans(task, agents, settings):
             item = MlabItem.from_parent(self, name=plan.run_id, plan=plan)

@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,6 +83,15 @@ def _is_current(entry: Path, fingerprint: str) -> bool:
     except (OSError, ValueError):
         return False
     return manifest.get("fingerprint") == fingerprint and manifest.get("files") == _file_stamps(entry / "public")
+
+
+def prepare_verbosely(task: TaskSpec, variant: str, cache_dir: Path, write: Callable[[str], None], *,
+                      seed: int = 0) -> PreparedData:
+    """:func:`prepare_data` for a person watching: says what happens and shows the recipe's progress."""
+    write(f"{task.name} [{variant}]: {'already prepared' if is_prepared(task, variant, cache_dir, seed=seed) else 'preparing...'}")
+    data = prepare_data(task, variant, cache_dir, seed=seed, stream=True)
+    write(f"{task.name} [{variant}]: {len(data.public_files())} data file(s) in {data.public}; answers in {data.hidden}")
+    return data
 
 
 def downloads_dir(cache_dir: Path, task: TaskSpec) -> Path:

@@ -26,6 +26,7 @@ class Settings:
     cache_dir: Path
     max_steps: int | None = None
     max_time: float | None = None
+    prepare: bool = False  # --mlab-prepare: the controller prepares the selected tasks' data first
     fast_llm: str | None = None
     edit_llm: str | None = None
     llm_cache: Path | None = None  # --llm-cache folder
@@ -125,20 +126,22 @@ def resolved_models(roles: Mapping[str, str], base: Path | None) -> dict[str, st
     return {role: resolve_paths(model, base) for role, model in roles.items()}
 
 
-def unmet_requirement(task: models.TaskSpec, variant: str, cache_dir: Path) -> str | None:
-    """Why this task cannot run here, naming what fixes it; None when it can."""
+def unmet_requirement(task: models.TaskSpec, variant: str, cache_dir: Path, *, preparing: bool = False) -> str | None:
+    """Why this task cannot run here, naming what fixes it; None when it can. ``preparing``: data
+    that is not prepared yet will be, before the first run (--mlab-prepare)."""
     if variant not in task.data:
         return (f"task '{task.name}' has no '{variant}' data variant (it has: {', '.join(task.data)}); "
                 f"run with --mlab-data={next(iter(task.data))}")
     from pytest_mlab.data import is_prepared
 
-    if task.data[variant].requires.network and not is_prepared(task, variant, cache_dir):
+    if task.data[variant].requires.network and not preparing and not is_prepared(task, variant, cache_dir):
         return (f"the '{variant}' data of task '{task.name}' is not prepared, and preparing it needs the network: "
-                f"run `pytest-mlab prepare {task.name} --data {variant}` first (nothing downloads during a test run)")
+                f"run `pytest-mlab prepare {task.name} --data {variant}` first, or add --mlab-prepare "
+                f"(nothing downloads during a test run)")
     needs = task.requires.merged(task.data[variant].requires)
     missing = [name for name in needs.packages if importlib.util.find_spec(name) is None]
     if missing:
-        return f"needs the Python packages {', '.join(missing)}: pip install -e \".[smoke]\" (or install them yourself)"
+        return f"needs the Python packages {', '.join(missing)}: pip install -e \".[tasks]\" (or install them yourself)"
     unset = [name for name in needs.env if not os.environ.get(name)]
     if unset:
         return f"needs the environment variables {', '.join(unset)}: export {unset[0]}=..."

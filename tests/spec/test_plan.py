@@ -200,9 +200,15 @@ def test_requirements_merge_task_and_variant_levels() -> None:
 def test_data_that_needs_the_network_is_skipped_until_prepared(toy, tmp_path: Path) -> None:
     from pytest_mlab.data import prepare_data
 
-    task = with_requires(toy, variant_level={"network": True})
+    import shutil
+
+    assets = shutil.copytree(toy.assets, tmp_path / "assets")  # a recipe that takes the downloads folder
+    (assets / "prepare.py").write_text((assets / "prepare.py").read_text().replace("seed: int)", "seed: int, downloads: Path)"))
+    task = dataclasses.replace(with_requires(toy, variant_level={"network": True}), assets=assets)
     reason = unmet_requirement(task, "mini", tmp_path / "cache")
     assert reason == ("the 'mini' data of task 'toy' is not prepared, and preparing it needs the network: "
-                      "run `pytest-mlab prepare toy --data mini` first (nothing downloads during a test run)")
+                      "run `pytest-mlab prepare toy --data mini` first, or add --mlab-prepare "
+                      "(nothing downloads during a test run)")
+    assert unmet_requirement(task, "mini", tmp_path / "cache", preparing=True) is None
     prepare_data(task, "mini", tmp_path / "cache")  # the toy recipe is local; stands in for a download
     assert unmet_requirement(task, "mini", tmp_path / "cache") is None
