@@ -19,6 +19,12 @@ class ExecResult:
     truncated_bytes: int = 0  # bytes of output dropped by the cap (stdout + stderr)
 
 
+def signal_exit_code(code: int) -> int:
+    """A wrapper's 128+N exit status for "killed by signal N" as subprocess reports it (-N), so
+    every backend's observations read like the local backend's."""
+    return -(code - 128) if 128 < code <= 128 + 64 else code
+
+
 @dataclass(frozen=True)
 class SandboxOptions:
     """What a run asks of its sandbox, from the task's limits and requirements.

@@ -32,10 +32,11 @@ import sys
 import sysconfig
 import tempfile
 import weakref
+from dataclasses import replace
 from pathlib import Path
 
 from pytest_mlab.errors import SandboxError
-from pytest_mlab.sandbox.base import ExecResult, SandboxOptions
+from pytest_mlab.sandbox.base import ExecResult, SandboxOptions, signal_exit_code
 from pytest_mlab.sandbox.cgroups import Limits
 from pytest_mlab.sandbox.environ import clean_environment
 from pytest_mlab.sandbox.local import LocalSandbox
@@ -168,7 +169,13 @@ class BwrapSandbox(LocalSandbox):
                    *bwrap_command(self.workspace, network=self.options.network, read_only=self._still_linked(),
                                  gpu=self.options.gpu),
                    *argv]
-        return super().exec(wrapped, timeout=timeout, output_limit=output_limit, env=env, stdin=stdin)
+        killed_before = self.limits.oom_kills()
+        result = super().exec(wrapped, timeout=timeout, output_limit=output_limit, env=env, stdin=stdin)
+        stderr = result.stderr
+        if self.limits.oom_kills() > killed_before:
+            stderr += f"\n[killed: the sandbox's memory limit ({(self.limits.memory or 0) / (1 << 20):.0f} MiB) was reached]\n"
+        code = signal_exit_code(result.returncode) if result.returncode is not None else None
+        return replace(result, returncode=code, stderr=stderr)
 
     def close(self) -> None:
         super().close()

@@ -92,6 +92,18 @@ class Limits:
             if _write(group / limit_file, str(value)):
                 self.enforced[controller] = "cgroup v1"
 
+    def oom_kills(self) -> int:
+        """How many processes the memory limit has killed so far (0 where no cgroup tells)."""
+        total = 0
+        for group in self.groups:
+            for name in ("memory.oom_control", "memory.events"):
+                try:
+                    text = (group / name).read_text()
+                except OSError:
+                    continue
+                total += sum(int(line.split()[1]) for line in text.splitlines() if line.startswith("oom_kill "))
+        return total
+
     def prefix(self) -> list[str]:
         """A command prefix that joins the cgroups (or sets the rlimit), then execs the rest."""
         steps = [f"echo $$ > {shlex.quote(str(group / 'cgroup.procs'))}" for group in self.groups]

@@ -169,7 +169,8 @@ def test_memory_limit_kills_a_memory_hog(tmp_path):
     with sandbox:
         sandbox.write("hog.py", b"block = bytearray(1024 * 2**20)\nblock[::4096] = b'1' * len(block[::4096])\nprint('survived')\n")
         result = sandbox.exec([sandbox.python, "hog.py"], timeout=60, output_limit=10_000)
-    assert result.returncode != 0 and "survived" not in result.stdout
+    assert result.returncode == -9 and "survived" not in result.stdout
+    assert "[killed: the sandbox's memory limit (256 MiB) was reached]" in result.stderr
 
 
 def test_pids_limit_contains_a_fork_bomb(tmp_path):

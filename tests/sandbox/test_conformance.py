@@ -158,6 +158,14 @@ def test_script_error_shows_the_same_traceback(kind, runner):
     assert 'File "<workspace>/bad.py", line 2' in observed[1] and "ValueError: bad shape" in observed[1]
 
 
+def test_script_killed_by_a_signal(kind, runner):
+    observed = runner.compare(kind, [
+        ("Write File", {"file_name": "die.py", "content": "import os, signal\nprint('bye', flush=True)\nos.kill(os.getpid(), signal.SIGKILL)\n"}),
+        ("Execute Script", {"script_name": "die.py"}),
+    ])
+    assert observed[1] == "The script has been executed and failed with exit code -9. Here is the output:\nbye\n"
+
+
 def test_timeout(kind, runner):
     observed = runner.compare(kind, [
         ("Write File", {"file_name": "slow.py", "content": "import time\nprint('started', flush=True)\ntime.sleep(60)\n"}),
