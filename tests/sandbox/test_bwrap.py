@@ -94,6 +94,17 @@ def test_the_users_home_shows_nothing_of_the_user(env, tmp_path):
     assert lines[3] == "False"
 
 
+def test_other_runs_workspaces_and_results_are_invisible(env, tmp_path):
+    results = tmp_path / "mlab-results" / "runs"
+    results.mkdir(parents=True)
+    with open_sandbox("local") as other, open_sandbox("bwrap") as third:
+        other.write("secret.py", b"x")
+        third.write("secret.py", b"x")
+        paths = [other.workspace / "secret.py", third.workspace / "secret.py", results]
+        observation = execute(env, "import os\n" + "".join(f"print(os.path.exists({str(p)!r}))\n" for p in paths))
+    assert observation.splitlines()[1:] == ["False", "False", "False"]
+
+
 def test_no_network(env):
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
