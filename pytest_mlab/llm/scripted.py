@@ -54,7 +54,8 @@ def load_script(path: Path) -> list[Entry]:
     from pytest_mlab.spec.yaml_lines import load_yaml_with_lines
 
     try:
-        data, lines = load_yaml_with_lines(path, str(path))
+        empty = not path.read_text(encoding="utf-8", errors="replace").strip()
+        data, lines = (None, None) if empty else load_yaml_with_lines(path, str(path))
     except (SpecError, OSError) as exc:
         raise LLMError(f"scripted responses: {exc}") from None
     if not isinstance(data, list) or not data:

@@ -51,6 +51,11 @@ def run_project(pytester: pytest.Pytester, root: Path, *args: str) -> tuple[pyte
     return result, json.loads(path.read_text()) if path.exists() else {}
 
 
+def only_run(results: dict) -> dict:
+    assert len(results["runs"]) == 1, results
+    return results["runs"][0]
+
+
 def llm_records(trace: str | Path) -> list[dict[str, Any]]:
     return [record for record in read_trace(trace) if record.get("type") == "llm"]
 

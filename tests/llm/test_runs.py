@@ -7,18 +7,13 @@ import json
 
 import pytest
 
-from tests.llm.support import (RUN_STARTER, SUBMIT, WRITE_ANSWER, llm_project, llm_records, run_project,
-                               script, steps)
+from tests.llm.support import (RUN_STARTER, SUBMIT, WRITE_ANSWER, llm_project, llm_records, only_run,
+                               run_project, script, steps)
 
 
 @pytest.fixture
 def project(pytester):
     return llm_project(pytester.path)
-
-
-def only_run(results: dict) -> dict:
-    assert len(results["runs"]) == 1, results
-    return results["runs"][0]
 
 
 @pytest.mark.slow

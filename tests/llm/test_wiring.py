@@ -1,0 +1,116 @@
+"""How LLM failures end a run, what the sandbox never sees, and the checks made before any run."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from pytest_mlab.env import environment as ends
+from pytest_mlab.llm import LLMError, TokenLimitExceeded
+from pytest_mlab.spec.models import ActionSpec
+from pytest_mlab.trace import read_trace
+from tests.env.support import make_environment
+from tests.helpers import UNRELATED_PLUGINS
+from tests.llm.support import SUBMIT, WRITE_ANSWER, llm_project, only_run, run_project
+
+
+class FailingLLM:
+    def __init__(self, error: Exception):
+        self.error = error
+
+    def complete(self, prompt, *, role="main", stop=(), purpose=""):
+        raise self.error
+
+
+def ask_llm(ctx) -> str:
+    """A composite action in miniature: one call to the edit LLM."""
+    return ctx.llm.complete("rewrite", role="edit", purpose="edit script")
+
+
+ASK = ActionSpec(name="Ask", description="asks the LLM", arguments=(), returns="text",
+                 implementation="tests.llm.test_wiring:ask_llm", source="test", primitive=False)
+
+
+@pytest.mark.parametrize("error, reason", [(TokenLimitExceeded("prompt too long"), ends.TOKEN_LIMIT),
+                                           (LLMError("retries exhausted"), ends.CRASHED)])
+def test_llm_failure_inside_an_action_ends_the_run_with_the_step_recorded(tmp_path, error, reason):
+    env = make_environment(tmp_path, actions=("List Files",))
+    env.actions["Ask"] = ASK
+    env.llm = FailingLLM(error)
+    with pytest.raises(type(error)):
+        env.step("Ask", {})
+    assert env.end_reason == reason and env.steps == 1
+    env.trace.close()
+    (step,) = [r for r in read_trace(tmp_path / "trace.jsonl") if r["type"] == "step"]
+    assert step["ended"] == reason and step["error"]
+    assert step["observation"] == f"{type(error).__name__}: {error}"
+
+
+def test_api_keys_never_reach_the_agents_code(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-value")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret")
+    env = make_environment(tmp_path, files={"show.py": "import os\nprint(sorted(k for k in os.environ if 'KEY' in k))\n"
+                                                      "print(os.environ.get('OPENAI_API_KEY'))\n"})
+    observation = env.step("Execute Script", {"script_name": "show.py"})
+    assert "[]" in observation and "None" in observation and "secret" not in observation
+
+
+@pytest.fixture
+def project(pytester):
+    return llm_project(pytester.path)
+
+
+def test_missing_api_key_skips_before_any_run_naming_the_variable(pytester, project, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    result, results = run_project(pytester, project, "--llm=gpt-4", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*model 'gpt-4' needs the environment variable OPENAI_API_KEY: export OPENAI_API_KEY=*"])
+    assert not (project / "mlab-results" / "runs").exists() or not any((project / "mlab-results" / "runs").iterdir())
+
+
+def test_human_under_xdist_is_a_usage_error(pytester, project):
+    result, _ = run_project(pytester, project, "--llm=human", "-n", "2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--llm=human reads your answers from the terminal*drop -n*"])
+
+
+@pytest.mark.slow
+def test_human_plays_the_agent_through_stdin(pytester, project):
+    answers = "".join(f"{json.dumps(step)}\n.\n" for step in (WRITE_ANSWER, SUBMIT))
+    result = pytester.run(sys.executable, "-m", "pytest", "specs", "-p", "no:cacheprovider", *UNRELATED_PLUGINS,
+                          "--mlab-cache", str(project / ".cache"), "--agent=tool", "--llm=human",
+                          stdin=answers.encode(), timeout=300)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*LLM call 1: role main, next action*", "*Task: Predict the sum*",
+                                 "*end it with a line holding only '.'*"])
+
+
+@pytest.mark.slow
+def test_token_limit_from_the_agents_call_ends_the_run_as_token_limit(pytester, project):
+    trace = project / "recorded.jsonl"
+    trace.write_text("".join(json.dumps(r) + "\n" for r in (
+        {"type": "run", "task": "toy"},
+        {"type": "llm", "step": 1, "role": "main", "purpose": "next action", "completion": json.dumps(WRITE_ANSWER)},
+        {"type": "llm", "step": 2, "role": "main", "purpose": "next action", "completion": None,
+         "failure": "token limit", "message": "the prompt has 9000 tokens, more than the 8192 that gpt-4 accepts"})))
+    result, results = run_project(pytester, project, f"--llm=replay:{trace}")
+    result.assert_outcomes(passed=1)  # the submission written before the limit is graded, and it is exact
+    run = only_run(results)
+    assert run["end_reason"] == "token limit" and run["steps"] == 1
+    ended = [r for r in read_trace(run["trace"]) if r["type"] == "ended"]
+    assert ended and ended[-1]["reason"] == "token limit" and "8192" in ended[-1]["detail"]
+
+
+@pytest.mark.slow
+def test_token_limit_before_any_submission_fails_the_item(pytester, project):
+    trace = project / "recorded.jsonl"
+    trace.write_text("".join(json.dumps(r) + "\n" for r in (
+        {"type": "run", "task": "toy"},
+        {"type": "llm", "step": 1, "role": "main", "purpose": "next action", "completion": None,
+         "failure": "token limit", "message": "too long"})))
+    result, results = run_project(pytester, project, f"--llm=replay:{trace}")
+    result.assert_outcomes(failed=1)
+    run = only_run(results)
+    assert run["end_reason"] == "token limit" and run["steps"] == 0 and not run["passed"]
