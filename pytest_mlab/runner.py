@@ -16,6 +16,7 @@ from pytest_mlab.data import prepare_data
 from pytest_mlab.env import Environment, ReadOnlyRules
 from pytest_mlab.env import environment as ends
 from pytest_mlab.env.deadline import RunTimedOut, deadline
+from pytest_mlab.grading.claims import unmeasured_claims
 from pytest_mlab.grading.grader import grade_snapshot
 from pytest_mlab.grading.verdict import judge
 from pytest_mlab.llm import LLMError, TokenLimitExceeded
@@ -24,7 +25,7 @@ from pytest_mlab.results.record import RunResult
 from pytest_mlab.sandbox import SandboxOptions, open_sandbox
 from pytest_mlab.sandbox.registry import resolve_kind
 from pytest_mlab.spec.plan import RunPlan
-from pytest_mlab.trace import SnapshotStore, TraceWriter
+from pytest_mlab.trace import SnapshotStore, TraceWriter, read_trace
 
 
 def execute(plan: RunPlan, nodeid: str, *, console=None) -> RunResult:
@@ -71,7 +72,8 @@ def execute(plan: RunPlan, nodeid: str, *, console=None) -> RunResult:
             env.end(ends.CRASHED, detail)
         final = env.final_snapshot()
         grade = grade_snapshot(plan.task, snapshots, final, data.hidden)
-        verdict = judge(plan.task, plan.baseline, grade, env.end_reason, plan.agent.expect, detail)
+        claims = unmeasured_claims(read_trace(trace_path))
+        verdict = judge(plan.task, plan.baseline, grade, env.end_reason, plan.agent.expect, detail, claims)
         result = RunResult(
             nodeid=nodeid, run_id=plan.run_id, task=plan.task.name, agent=plan.agent.name, llm=plan.llm,
             seed=plan.seed, variant=plan.variant, sandbox=sandbox.name, metric=plan.task.metric.name,
@@ -80,7 +82,8 @@ def execute(plan: RunPlan, nodeid: str, *, console=None) -> RunResult:
             valid=grade.valid, invalid_reason=grade.invalid_reason, end_reason=env.end_reason,
             failure=verdict.failure, message=verdict.message, steps=env.steps,
             wall_time=round(time.monotonic() - started, 3), run_dir=str(run_dir), trace=str(trace_path),
-            tokens=llm.total_tokens if llm else 0, cost=llm.total_cost if llm else 0.0)
+            tokens=llm.total_tokens if llm else 0, cost=llm.total_cost if llm else 0.0,
+            unmeasured_claims=claims)
         trace.write({"type": "result", "snapshot": final, **result.to_dict()})
     if interrupted:
         raise KeyboardInterrupt

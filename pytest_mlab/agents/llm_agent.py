@@ -92,7 +92,8 @@ class LLMAgent(Agent):
         turns: list[Turn] = []
         while not env.done:
             parsed = self.respond(self.prompt(turns))
-            observation = env.step(parsed.action, parsed.arguments)
+            thinking = {name: text for name, text in parsed.entries.items() if name not in ("Action", "Action Input")}
+            observation = env.step(parsed.action, parsed.arguments, thinking=thinking)
             turn = Turn(len(turns) + 1, parsed.text, parsed.entries, parsed.action,
                         self.condense(parsed.action, observation))
             turns.append(turn)

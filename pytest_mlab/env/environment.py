@@ -66,8 +66,11 @@ class Environment:
 
     # ------------------------------------------------------------------ stepping
 
-    def step(self, action: str, arguments: dict[str, Any] | None = None) -> str:
-        """Carry out one action and return its observation."""
+    def step(self, action: str, arguments: dict[str, Any] | None = None, *,
+             thinking: dict[str, str] | None = None) -> str:
+        """Carry out one action and return its observation. ``thinking``: the agent's reasoning
+        entries for this step (e.g. Reflection, Fact Check), kept in the trace for readers and
+        for the claimed-but-unmeasured check."""
         if self.done:
             return f"EnvError: the run has ended ({self.end_reason}); no more actions are accepted"
         started_wall, started = time.time(), time.monotonic()
@@ -96,7 +99,8 @@ class Environment:
         self.trace.write({"type": "step", "step": self.steps, "action": action, "arguments": arguments,
                           "observation": observation, "error": is_error, "started": started_wall,
                           "duration": round(time.monotonic() - started, 6), "low_level": context.low_level,
-                          "snapshot": self.last_snapshot, "ended": self.end_reason})
+                          "snapshot": self.last_snapshot, "ended": self.end_reason,
+                          **({"thinking": thinking} if thinking else {})})
         if llm_failure is not None:
             raise llm_failure  # the runner records how the run ended, with the message
         return observation

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from pytest_mlab.grading.grader import Grade
 from pytest_mlab.spec.models import TaskSpec
+
+
+CLAIMED_UNMEASURED = "claimed but unmeasured"
 
 
 @dataclass(frozen=True)
@@ -26,14 +30,19 @@ def improvement(score: float, baseline: float, higher_is_better: bool) -> float:
 
 
 def judge(task: TaskSpec, baseline: float | None, grade: Grade, end_reason: str, expect: str,
-          detail: str | None = None) -> Verdict:
+          detail: str | None = None, unmeasured: Sequence[str] = ()) -> Verdict:
     """The item's assertion. ``expect='baseline'``: the submission reproduces the recorded baseline;
-    ``expect='success'``: it beats the baseline by more than the task's threshold."""
+    ``expect='success'``: it beats the baseline by more than the task's threshold. ``unmeasured``:
+    scores the agent claimed that no executed code printed (see grading/claims.py); a failed run
+    that claimed such a score is categorised "claimed but unmeasured"."""
     metric = task.metric
     if end_reason in ("crashed", "interrupted"):
         cause = detail.strip().splitlines()[-1] if detail and detail.strip() else "see the trace"
         return Verdict(False, False, None, f"the run {end_reason}: {cause}", end_reason)
     if not grade.valid:
+        if unmeasured and end_reason == "final answer" and expect == "success":
+            return Verdict(False, False, None, f"invalid submission: {grade.invalid_reason}; yet the agent claimed "
+                           f"{unmeasured[0]}, which no executed code printed", CLAIMED_UNMEASURED)
         ended = f" (the run ended by {end_reason})" if end_reason in ("step limit", "timeout", "token limit", "no final answer") else ""
         return Verdict(False, False, None, f"invalid submission: {grade.invalid_reason}{ended}", "invalid submission")
     score = grade.score
@@ -56,4 +65,7 @@ def judge(task: TaskSpec, baseline: float | None, grade: Grade, end_reason: str,
     failure = {"step limit": "step limit", "timeout": "timeout", "token limit": "token limit"}.get(end_reason, "below threshold")
     if end_reason == "no final answer":
         failure = "no final answer"
+    elif failure == "below threshold" and unmeasured:
+        failure = CLAIMED_UNMEASURED
+        message += f"; the agent claimed {unmeasured[0]}, which no executed code printed"
     return Verdict(False, False, gain, message, failure)

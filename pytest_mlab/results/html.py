@@ -84,7 +84,8 @@ def _run(result: RunResult) -> dict[str, Any]:
                 "step": record.get("step"), "action": _cap(record.get("action")),
                 "arguments": _cap(record.get("arguments")), "observation": _cap(record.get("observation", "")),
                 "error": bool(record.get("error")), "duration": record.get("duration"),
-                "thinking": {key: _cap(record[key]) for key in THINKING_KEYS if record.get(key)},
+                "thinking": {key: _cap(text) for key, text in (record.get("thinking") or {}).items() if text}
+                or {key: _cap(record[key]) for key in THINKING_KEYS if record.get(key)},
                 "low_level": len(record.get("low_level") or []), "llm": pending_llm,
                 "diff": _diffs(store, previous, snapshot) if store and previous and snapshot else [],
             })

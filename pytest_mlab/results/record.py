@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 RESULT_PROPERTY = "mlab_result"
@@ -36,6 +36,7 @@ class RunResult:
     tokens: int = 0
     cost: float = 0.0
     run_dir: str | None = None
+    unmeasured_claims: list[str] = field(default_factory=list)  # scores claimed but never printed by run code
     trace: str | None = None
     best_improvement: float | None = None  # best graded step (--mlab-score-steps), else None
     resumed: bool = False  # taken from a finished run of an earlier session (--mlab-resume)

@@ -50,6 +50,9 @@ def test_golden_trajectory_passes_with_the_shipped_example(pytester, mlab_cache)
     assert "+FEATURES = [\"age\", \"sex\", \"bmi\"" in edit["observation"]
     assert [sub["action"] for sub in edit["low_level"]] == ["Read File", "Write File"]
     assert [r["role"] for r in records if r["type"] == "llm"].count("edit") == 1
+    final = next(r for r in records if r.get("action") == "Final Answer")
+    assert "Validation MAE" in final["thinking"]["Fact Check"] and "Action" not in final["thinking"]
+    assert run["unmeasured_claims"] == []  # every number it claims was printed by the script it ran
 
 
 @pytest.mark.slow
