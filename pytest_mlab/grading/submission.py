@@ -17,8 +17,11 @@ def _ids(values, limit: int = 5) -> str:
 
 
 def read_submission(path: pathlib.Path, columns: list[str], expected_ids: pd.Index, test_file: str,
-                    *, id_column: str = "id") -> pd.DataFrame:
-    """Read and validate a CSV submission of integer ids and numeric columns.
+                    *, id_column: str = "id", text_ids: bool = False, boolean: tuple[str, ...] = (),
+                    text_columns: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Read and validate a CSV submission of integer ids (any text with ``text_ids``) and numeric
+    columns (``boolean`` ones hold True/False and come back as 1.0/0.0; ``text_columns`` come back
+    as stripped strings whose format the grader checks).
 
     Returns it indexed by id with rows in ``expected_ids`` order, so graders align by id, never by
     position. Anything wrong raises :class:`InvalidSubmission` saying what and where.
@@ -50,12 +53,19 @@ def read_submission(path: pathlib.Path, columns: list[str], expected_ids: pd.Ind
                                 f"{', '.join(repr(c) for c in extra)}; expected columns: {expected}{hint}")
 
     raw_ids = frame[id_column].str.strip()
-    numeric_ids = pd.to_numeric(raw_ids, errors="coerce")
-    bad = raw_ids[numeric_ids.isna() | (numeric_ids % 1 != 0)]
-    if len(bad):
-        raise InvalidSubmission(f"{name}: column '{id_column}' must hold integer ids from {test_file}; "
-                                f"found {_ids(repr(v) for v in bad)}")
-    ids = numeric_ids.astype("int64")
+    if text_ids:
+        bad = raw_ids[raw_ids == ""]
+        if len(bad):
+            raise InvalidSubmission(f"{name}: column '{id_column}' is empty in {len(bad)} row(s); "
+                                    f"every row needs an id from {test_file}")
+        ids = raw_ids
+    else:
+        numeric_ids = pd.to_numeric(raw_ids, errors="coerce")
+        bad = raw_ids[numeric_ids.isna() | (numeric_ids % 1 != 0)]
+        if len(bad):
+            raise InvalidSubmission(f"{name}: column '{id_column}' must hold integer ids from {test_file}; "
+                                    f"found {_ids(repr(v) for v in bad)}")
+        ids = numeric_ids.astype("int64")
 
     counts = ids.value_counts()
     duplicated = sorted(counts[counts > 1].index)
@@ -79,6 +89,16 @@ def read_submission(path: pathlib.Path, columns: list[str], expected_ids: pd.Ind
         if column == id_column:
             continue
         raw = frame[column].str.strip()
+        if column in text_columns:
+            result[column] = raw.to_numpy()
+            continue
+        if column in boolean:
+            truth = raw.str.lower().map({"true": 1.0, "false": 0.0, "1": 1.0, "0": 0.0})
+            if truth.isna().any():
+                raise InvalidSubmission(f"{name}: column '{column}' must be True or False; found "
+                                        f"{repr(raw[truth.isna()].iloc[0])} for id {ids[truth.isna()].iloc[0]}")
+            result[column] = truth.to_numpy()
+            continue
         values = pd.to_numeric(raw, errors="coerce")
         text = raw[values.isna() & ~raw.str.lower().isin(["", "nan", "na", "n/a", "null", "none"])]
         if len(text):

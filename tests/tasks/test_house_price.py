@@ -1,0 +1,110 @@
+"""house-price: mini data in the competition's format, the grader on bad submissions, the full recipe."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pytest_mlab.errors import DataError, InvalidSubmission
+from tests.data.fakes import fake_kaggle
+from tests.tasks.kaggle_support import digests, grade, make_mini
+
+TASK = "house-price"
+COLUMNS = ["Id", "MSSubClass", "MSZoning", "LotFrontage", "LotArea", "Street", "Alley", "LotShape", "LandContour",
+           "Utilities", "LotConfig", "LandSlope", "Neighborhood", "Condition1", "Condition2", "BldgType",
+           "HouseStyle", "OverallQual", "OverallCond", "YearBuilt", "YearRemodAdd", "RoofStyle", "RoofMatl",
+           "Exterior1st", "Exterior2nd", "MasVnrType", "MasVnrArea", "ExterQual", "ExterCond", "Foundation",
+           "BsmtQual", "BsmtCond", "BsmtExposure", "BsmtFinType1", "BsmtFinSF1", "BsmtFinType2", "BsmtFinSF2",
+           "BsmtUnfSF", "TotalBsmtSF", "Heating", "HeatingQC", "CentralAir", "Electrical", "1stFlrSF", "2ndFlrSF",
+           "LowQualFinSF", "GrLivArea", "BsmtFullBath", "BsmtHalfBath", "FullBath", "HalfBath", "BedroomAbvGr",
+           "KitchenAbvGr", "KitchenQual", "TotRmsAbvGrd", "Functional", "Fireplaces", "FireplaceQu", "GarageType",
+           "GarageYrBlt", "GarageFinish", "GarageCars", "GarageArea", "GarageQual", "GarageCond", "PavedDrive",
+           "WoodDeckSF", "OpenPorchSF", "EnclosedPorch", "3SsnPorch", "ScreenPorch", "PoolArea", "PoolQC", "Fence",
+           "MiscFeature", "MiscVal", "MoSold", "YrSold", "SaleType", "SaleCondition", "SalePrice"]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return make_mini(TASK, tmp_path_factory.mktemp("house"))
+
+
+def test_mini_has_the_competition_layout_and_is_deterministic(data, tmp_path):
+    public, hidden = data
+    assert sorted(digests(public)) == ["sample_submission.csv", "test.csv", "train.csv"]
+    train, test = pd.read_csv(public / "train.csv"), pd.read_csv(public / "test.csv")
+    assert list(train.columns) == COLUMNS and list(test.columns) == COLUMNS[:-1]
+    assert len(train) + len(test) == 1460 and set(train.Id).isdisjoint(test.Id)
+    assert "NA" in (public / "train.csv").read_text()  # missing values spelled as in the real files
+    assert train.PoolQC.isna().mean() > 0.98 and 0.1 < train.LotFrontage.isna().mean() < 0.25
+    assert (train.GarageType.isna() == (train.GarageCars == 0)).all()  # "no garage" is consistent
+    assert train.SalePrice.between(30_000, 800_000).all()
+    assert np.corrcoef(train.OverallQual, np.log(train.SalePrice))[0, 1] > 0.6  # real signal
+    again, _ = make_mini(TASK, tmp_path / "again")
+    assert digests(again) == digests(public)
+    other, _ = make_mini(TASK, tmp_path / "other", seed=1)
+    assert digests(other) != digests(public)
+
+
+@pytest.fixture
+def truth(data):
+    return pd.read_csv(data[1] / "answers.csv")
+
+
+def test_grader_aligns_by_id_and_scores_mae(data, truth, tmp_path):
+    perfect = truth.sample(frac=1, random_state=0)
+    assert grade(TASK, perfect, data[1], tmp_path / "ws") == 0.0
+    off = truth.assign(SalePrice=truth.SalePrice + 1000).iloc[::-1]
+    assert grade(TASK, off, data[1], tmp_path / "ws") == pytest.approx(1000.0)
+
+
+@pytest.mark.parametrize("corrupt, message", [
+    (lambda t: t.drop(columns="SalePrice"), "missing column 'SalePrice'"),
+    (lambda t: t.iloc[:-1], "has 291 rows; expected 292"),
+    (lambda t: t.assign(SalePrice=np.where(t.index == 3, np.nan, t.SalePrice)), "NaN"),
+    (lambda t: pd.concat([t.iloc[:-1], t.iloc[:1]]), "duplicate id"),
+    (lambda t: t.rename(columns={"Id": "id"}), "missing column 'Id'"),
+])
+def test_grader_explains_invalid_submissions(data, truth, tmp_path, corrupt, message):
+    with pytest.raises(InvalidSubmission, match=message):
+        grade(TASK, corrupt(truth), data[1], tmp_path / "ws")
+
+
+@pytest.fixture
+def competition(data, tmp_path):
+    """The competition's files as Kaggle serves them: all labelled houses in train.csv."""
+    public, hidden = data
+    source = tmp_path / "kaggle-source"
+    source.mkdir()
+    test = pd.read_csv(public / "test.csv", keep_default_na=False, na_values=["NA"]).merge(pd.read_csv(hidden / "answers.csv"))
+    train = pd.read_csv(public / "train.csv", keep_default_na=False, na_values=["NA"])
+    pd.concat([train, test]).sort_values("Id").to_csv(source / "train.csv", index=False, na_rep="NA")
+    test.drop(columns="SalePrice").to_csv(source / "test.csv", index=False, na_rep="NA")
+    (source / "data_description.txt").write_text("MSSubClass: ...\n")
+    return source
+
+
+def test_full_recipe_downloads_the_competition_and_holds_out_a_fifth(monkeypatch, tmp_path, competition):
+    from tests.tasks.kaggle_support import module
+
+    log = fake_kaggle(monkeypatch, {"home-data-for-ml-course": competition})
+    recipe = module(TASK, "prepare")
+    for name in ("a", "b"):
+        (tmp_path / name / "public").mkdir(parents=True)
+        (tmp_path / name / "hidden").mkdir()
+        recipe.full(tmp_path / name / "public", tmp_path / name / "hidden", 0, tmp_path / "downloads")
+    assert log == ["home-data-for-ml-course"]  # the second preparation reused the download
+    assert digests(tmp_path / "a") == digests(tmp_path / "b")
+    train = pd.read_csv(tmp_path / "a/public/train.csv")
+    answers = pd.read_csv(tmp_path / "a/hidden/answers.csv")
+    assert list(train.columns) == COLUMNS and len(answers) == 292 and set(train.Id).isdisjoint(answers.Id)
+
+
+def test_full_recipe_without_accepted_rules_says_where_to_accept_them(monkeypatch, tmp_path, competition):
+    from tests.tasks.kaggle_support import module
+
+    fake_kaggle(monkeypatch, {"home-data-for-ml-course": competition}, status=403)
+    (tmp_path / "public").mkdir()
+    (tmp_path / "hidden").mkdir()
+    with pytest.raises(DataError, match="kaggle.com/competitions/home-data-for-ml-course/rules"):
+        module(TASK, "prepare").full(tmp_path / "public", tmp_path / "hidden", 0, tmp_path / "downloads")
