@@ -1,0 +1,85 @@
+"""spaceship-titanic: mini data in the competition's format, the grader on bad submissions, the full recipe."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from pytest_mlab.errors import InvalidSubmission
+from tests.data.fakes import fake_kaggle
+from tests.tasks.kaggle_support import digests, grade, make_mini, module
+
+TASK = "spaceship-titanic"
+COLUMNS = ["PassengerId", "HomePlanet", "CryoSleep", "Cabin", "Destination", "Age", "VIP", "RoomService",
+           "FoodCourt", "ShoppingMall", "Spa", "VRDeck", "Name", "Transported"]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return make_mini(TASK, tmp_path_factory.mktemp("spaceship"))
+
+
+def test_mini_has_the_competition_layout_and_is_deterministic(data, tmp_path):
+    public, hidden = data
+    assert sorted(digests(public)) == ["sample_submission.csv", "test.csv", "train.csv"]
+    train, test = pd.read_csv(public / "train.csv"), pd.read_csv(public / "test.csv")
+    assert list(train.columns) == COLUMNS and list(test.columns) == COLUMNS[:-1]
+    assert train.PassengerId.str.fullmatch(r"\d{4}_\d{2}").all()
+    assert train.Cabin.dropna().str.fullmatch(r"[A-GT]/\d+/[PS]").all()
+    missing = train[COLUMNS[1:-1]].isna().mean()
+    assert missing.between(0.01, 0.04).all(), missing
+    assert train.Transported.dtype == bool and 0.4 < train.Transported.mean() < 0.6
+    sleeping = train[train.CryoSleep == True]  # noqa: E712 (an object column)
+    assert (sleeping[["RoomService", "Spa"]].fillna(0) == 0).all().all()  # sleepers cannot spend
+    assert sleeping.Transported.mean() > train.Transported.mean() + 0.15  # real signal
+    groups = set(train.PassengerId.str[:4]) & set(test.PassengerId.str[:4])
+    assert not groups  # a travel group is never split between train and test
+    again, _ = make_mini(TASK, tmp_path / "again")
+    assert digests(again) == digests(public)
+
+
+@pytest.fixture
+def truth(data):
+    return pd.read_csv(data[1] / "answers.csv", dtype={"PassengerId": str})
+
+
+def test_grader_aligns_by_id_and_scores_accuracy(data, truth, tmp_path):
+    assert grade(TASK, truth.sample(frac=1, random_state=0), data[1], tmp_path / "ws") == 1.0
+    flipped = truth.assign(Transported=~truth.Transported)
+    assert grade(TASK, flipped, data[1], tmp_path / "ws") == 0.0
+    half = truth.assign(Transported=[not v if i % 2 else v for i, v in enumerate(truth.Transported)])
+    assert grade(TASK, half.iloc[::-1], data[1], tmp_path / "ws") == pytest.approx((len(truth) + 1) // 2 / len(truth))
+    text = truth.assign(Transported=truth.Transported.map({True: "true", False: "FALSE"}))
+    assert grade(TASK, text, data[1], tmp_path / "ws") == 1.0
+
+
+@pytest.mark.parametrize("corrupt, message", [
+    (lambda t: t.drop(columns="Transported"), "missing column 'Transported'"),
+    (lambda t: t.iloc[:-1], r"has \d+ rows; expected \d+"),
+    (lambda t: t.assign(Transported=t.Transported.astype(object).where(t.index != 2, None)), "must be True or False"),
+    (lambda t: t.assign(Transported=t.Transported.astype(float) * 0.7), "must be True or False; found '0.7'"),
+    (lambda t: pd.concat([t.iloc[:-1], t.iloc[:1]]), "duplicate id"),
+    (lambda t: t.assign(PassengerId=t.PassengerId.where(t.index != 0, "9999_99")), "not in test.csv: 9999_99"),
+])
+def test_grader_explains_invalid_submissions(data, truth, tmp_path, corrupt, message):
+    with pytest.raises(InvalidSubmission, match=message):
+        grade(TASK, corrupt(truth), data[1], tmp_path / "ws")
+
+
+def test_full_recipe_holds_out_whole_travel_groups(monkeypatch, tmp_path, data):
+    public, hidden = data
+    source = tmp_path / "kaggle-source"
+    source.mkdir()
+    labelled = pd.concat([pd.read_csv(public / "train.csv", dtype={"PassengerId": str}),
+                          pd.read_csv(public / "test.csv", dtype={"PassengerId": str}).merge(
+                              pd.read_csv(hidden / "answers.csv", dtype={"PassengerId": str}))])
+    labelled.sort_values("PassengerId").to_csv(source / "train.csv", index=False)
+    log = fake_kaggle(monkeypatch, {"spaceship-titanic": source})
+    (tmp_path / "public").mkdir()
+    (tmp_path / "hidden").mkdir()
+    module(TASK, "prepare").full(tmp_path / "public", tmp_path / "hidden", 0, tmp_path / "downloads")
+    train = pd.read_csv(tmp_path / "public/train.csv", dtype={"PassengerId": str})
+    answers = pd.read_csv(tmp_path / "hidden/answers.csv", dtype={"PassengerId": str})
+    assert log == ["spaceship-titanic"] and list(train.columns) == COLUMNS
+    assert len(train) + len(answers) == len(labelled)
+    assert not set(train.PassengerId.str[:4]) & set(answers.PassengerId.str[:4])
