@@ -1,0 +1,167 @@
+"""identify-contrails task assets: the competition's record layout, the run-length encoding, the
+grader on bad submissions, and the full recipe against a fake Kaggle.
+
+The starter and reference runs are checked once, by the main job (tests/integration/test_main_job.py).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pytest_mlab.errors import DataError
+from pytest_mlab.grading import InvalidSubmission
+from tests.data.fakes import fake_kaggle
+from tests.tasks.test_smoke_tasks import load_function, prepare, tree_digest
+
+TASK = "identify-contrails"
+BANDS = [f"band_{b:02d}.npy" for b in range(8, 17)]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return prepare(TASK, tmp_path_factory.mktemp("contrails"))
+
+
+def test_mini_has_the_competitions_layout(data):
+    public, hidden = data
+    assert sorted(p.name for p in public.iterdir()) == [
+        "sample_submission.csv", "test", "train", "train_metadata.json", "validation", "validation_metadata.json"]
+    for split, extra in (("train", ["human_individual_masks.npy", "human_pixel_masks.npy"]),
+                         ("validation", ["human_pixel_masks.npy"]), ("test", [])):
+        records = sorted((public / split).iterdir())
+        assert records and all(r.name.isdigit() for r in records)
+        for record in records:
+            assert sorted(p.name for p in record.iterdir()) == sorted(BANDS + extra)
+        band = np.load(records[0] / "band_11.npy")
+        assert band.dtype == np.float32 and band.ndim == 3 and band.shape[2] == 8
+        assert 150 < band.mean() < 350, "brightness temperatures in Kelvin"
+        if extra:
+            mask = np.load(records[0] / "human_pixel_masks.npy")
+            assert mask.dtype == np.int32 and mask.shape == band.shape[:2] + (1,)
+        if split != "test":
+            metadata = json.loads((public / f"{split}_metadata.json").read_text())
+            assert sorted(m["record_id"] for m in metadata) == [r.name for r in records]
+    individual = np.load(next((public / "train").iterdir()) / "human_individual_masks.npy")
+    assert individual.ndim == 4 and individual.shape[2] == 1
+    answers = pd.read_csv(hidden / "answers.csv", dtype={"record_id": str})
+    assert sorted(answers["record_id"]) == sorted(p.name for p in (public / "test").iterdir())
+    sample = pd.read_csv(public / "sample_submission.csv", dtype=str)
+    assert list(sample.columns) == ["record_id", "encoded_pixels"] and set(sample["encoded_pixels"]) == {"-"}
+    assert (answers["encoded_pixels"] != "-").sum() > len(answers) / 2, "most test records show a contrail"
+
+
+def test_mini_is_deterministic_and_seeded(tmp_path):
+    first = [tree_digest(p) for p in prepare(TASK, tmp_path / "a")]
+    assert first == [tree_digest(p) for p in prepare(TASK, tmp_path / "b")]
+    assert first != [tree_digest(p) for p in prepare(TASK, tmp_path / "c", seed=1)]
+
+
+def test_rle_is_the_competitions_column_major_encoding():
+    encode = load_function(TASK, "prepare.py:rle_encode")
+    decode = load_function(TASK, "grader.py:rle_decode")
+    mask = np.zeros((4, 3), dtype=int)
+    mask[1:3, 0] = 1   # pixels 2, 3 (column 1)
+    mask[3, 0] = 1     # pixel 4
+    mask[0, 1] = 1     # pixel 5 (row 1, column 2)
+    mask[3, 2] = 1     # pixel 12
+    assert encode(mask) == "2 4 12 1"
+    assert encode(np.zeros((4, 3))) == "-"
+    assert sorted(decode("2 4 12 1", 12, "r")) == [1, 2, 3, 4, 11]
+    rng = np.random.default_rng(0)
+    random = rng.random((16, 16)) < 0.3
+    assert set(decode(encode(random), 256, "r")) == set(np.flatnonzero(random.T.flatten()))
+
+
+def grade(workspace, hidden):
+    return load_function(TASK, "grader.py:score")(workspace, hidden)
+
+
+def test_grader_computes_global_dice_by_record_id(data, tmp_path):
+    _, hidden = data
+    answers = pd.read_csv(hidden / "answers.csv", dtype={"record_id": str})
+    answers[["record_id", "encoded_pixels"]].to_csv(tmp_path / "submission.csv", index=False)
+    assert grade(tmp_path, hidden) == 1.0
+    # empty predictions everywhere: no overlap
+    answers[["record_id"]].assign(encoded_pixels="-").to_csv(tmp_path / "submission.csv", index=False)
+    assert grade(tmp_path, hidden) == 0.0
+    # half the records right, the rest empty; shuffled rows give the same score
+    half = answers.assign(encoded_pixels=answers["encoded_pixels"].where(answers.index % 2 == 0, "-"))
+    decode = load_function(TASK, "grader.py:rle_decode")
+    sizes = [len(decode(e, 1024, r)) for r, e in zip(answers["record_id"], answers["encoded_pixels"])]
+    kept = sum(s for i, s in enumerate(sizes) if i % 2 == 0)
+    half[["record_id", "encoded_pixels"]].sample(frac=1.0, random_state=2).to_csv(tmp_path / "submission.csv", index=False)
+    assert grade(tmp_path, hidden) == pytest.approx(2 * kept / (kept + sum(sizes)))
+
+
+@pytest.mark.parametrize("corrupt, message", [
+    (lambda f: f.drop(columns="encoded_pixels"), "missing column 'encoded_pixels'"),
+    (lambda f: f.iloc[:-2], "rows; expected"),
+    (lambda f: pd.concat([f.iloc[:-1], f.iloc[:1]]), "duplicate id"),
+    (lambda f: f.assign(encoded_pixels="1 2 3"), "odd number of values"),
+    (lambda f: f.assign(encoded_pixels="a b"), "space-separated integers"),
+    (lambda f: f.assign(encoded_pixels="1000 100"), "past the image's 1024 pixels"),
+    (lambda f: f.assign(encoded_pixels="10 5 12 2"), "sorted by start and must not overlap"),
+    (lambda f: f.assign(encoded_pixels="0 3"), "1-based"),
+])
+def test_grader_rejects_corrupted_submissions(data, tmp_path, corrupt, message):
+    _, hidden = data
+    answers = pd.read_csv(hidden / "answers.csv", dtype={"record_id": str})[["record_id", "encoded_pixels"]]
+    corrupt(answers).to_csv(tmp_path / "submission.csv", index=False)
+    with pytest.raises(InvalidSubmission, match=message):
+        grade(tmp_path, hidden)
+
+
+# --------------------------------------------------------------------------- full recipe
+
+COMPETITION = "google-research-identify-contrails-reduce-global-warming"
+
+
+def competition_files(data, dest):
+    """The competition's files, built from the mini data (validation records carry their masks)."""
+    public, _ = data
+    for name in ("train", "validation", "train_metadata.json", "validation_metadata.json", "sample_submission.csv"):
+        (shutil.copytree if (public / name).is_dir() else shutil.copy)(public / name, dest / name)
+    return dest
+
+
+def test_full_recipe_holds_out_validation_records(data, tmp_path, monkeypatch):
+    source = competition_files(data, tmp_path / "source")
+    log = fake_kaggle(monkeypatch, {COMPETITION: source})
+    public, hidden = tmp_path / "public", tmp_path / "hidden"
+    load_function(TASK, "prepare.py:full")(public, hidden, 0, tmp_path / "downloads")
+    assert log == [COMPETITION]
+    answers = pd.read_csv(hidden / "answers.csv", dtype={"record_id": str})
+    test = sorted(p.name for p in (public / "test").iterdir())
+    kept = sorted(p.name for p in (public / "validation").iterdir())
+    assert sorted(answers["record_id"]) == test and len(test) == 8 and len(kept) == 8
+    assert sorted(test + kept) == sorted(p.name for p in (source / "validation").iterdir())
+    for record in test:
+        assert sorted(p.name for p in (public / "test" / record).iterdir()) == BANDS
+        mask = np.load(source / "validation" / record / "human_pixel_masks.npy")
+        assert answers.set_index("record_id").loc[record, "encoded_pixels"] == \
+            load_function(TASK, "prepare.py:rle_encode")(mask[:, :, 0])
+    metadata = json.loads((public / "validation_metadata.json").read_text())
+    assert sorted(m["record_id"] for m in metadata) == kept
+    assert len(list((public / "train").iterdir())) == len(list((source / "train").iterdir()))
+
+
+def test_full_recipe_rejects_a_truncated_download(data, tmp_path, monkeypatch):
+    from kaggle.api.kaggle_api_extended import KaggleApi
+
+    fake_kaggle(monkeypatch, {COMPETITION: competition_files(data, tmp_path / "source")})
+    whole = KaggleApi.competition_download_files
+
+    def truncated(self, competition, path=None, force=False, quiet=True):
+        whole(self, competition, path=path, force=force, quiet=quiet)
+        archive = tmp_path / "downloads" / f"{competition}.zip"
+        archive.write_bytes(archive.read_bytes()[:-5000])
+
+    monkeypatch.setattr(KaggleApi, "competition_download_files", truncated)
+    with pytest.raises(DataError, match="not a valid zip"):
+        load_function(TASK, "prepare.py:full")(tmp_path / "public", tmp_path / "hidden", 0, tmp_path / "downloads")
+    assert not (tmp_path / "hidden" / "answers.csv").exists()
