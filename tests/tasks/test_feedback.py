@@ -1,0 +1,74 @@
+"""feedback: mini data in the competition's format, the MCRMSE grader on bad submissions, the full recipe."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pytest_mlab.errors import InvalidSubmission
+from tests.data.fakes import fake_kaggle
+from tests.tasks.kaggle_support import digests, grade, make_mini, module
+
+TASK = "feedback"
+SCORES = ["cohesion", "syntax", "vocabulary", "phraseology", "grammar", "conventions"]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return make_mini(TASK, tmp_path_factory.mktemp("feedback"))
+
+
+def test_mini_has_the_competition_layout_and_is_deterministic(data, tmp_path):
+    public, hidden = data
+    assert sorted(digests(public)) == ["sample_submission.csv", "test.csv", "train.csv"]
+    train, test = pd.read_csv(public / "train.csv"), pd.read_csv(public / "test.csv")
+    assert list(train.columns) == ["text_id", "full_text"] + SCORES and list(test.columns) == ["text_id", "full_text"]
+    assert train.text_id.str.fullmatch(r"[0-9A-F]{12}").all() and not set(train.text_id) & set(test.text_id)
+    values = train[SCORES].to_numpy()
+    assert values.min() >= 1.0 and values.max() <= 5.0 and np.all(values * 2 == np.round(values * 2))
+    misspelled = train.full_text.str.contains("becuase|alot|studens|thinck")
+    assert train.conventions[misspelled].mean() < train.conventions[~misspelled].mean()  # real signal
+    again, _ = make_mini(TASK, tmp_path / "again")
+    assert digests(again) == digests(public)
+
+
+@pytest.fixture
+def truth(data):
+    return pd.read_csv(data[1] / "answers.csv", dtype={"text_id": str})
+
+
+def test_grader_aligns_by_id_and_averages_the_six_rmses(data, truth, tmp_path):
+    assert grade(TASK, truth.sample(frac=1, random_state=0), data[1], tmp_path / "ws") == 0.0
+    shifted = truth.copy()
+    shifted["grammar"] += 0.6  # one column off by 0.6: RMSE 0.6 there, 0 elsewhere
+    assert grade(TASK, shifted.iloc[::-1], data[1], tmp_path / "ws") == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("corrupt, message", [
+    (lambda t: t.drop(columns="vocabulary"), "missing column 'vocabulary'"),
+    (lambda t: t.iloc[:-2], r"has \d+ rows; expected \d+"),
+    (lambda t: t.assign(syntax=np.where(t.index == 5, np.nan, t.syntax)), "column 'syntax' has 1 missing, NaN"),
+    (lambda t: t.assign(cohesion="good"), "column 'cohesion' must be numeric"),
+    (lambda t: pd.concat([t.iloc[:-1], t.iloc[:1]]), "duplicate id"),
+])
+def test_grader_explains_invalid_submissions(data, truth, tmp_path, corrupt, message):
+    with pytest.raises(InvalidSubmission, match=message):
+        grade(TASK, corrupt(truth), data[1], tmp_path / "ws")
+
+
+def test_full_recipe_holds_out_a_quarter_by_text_id(monkeypatch, tmp_path, data):
+    public, hidden = data
+    source = tmp_path / "kaggle-source"
+    source.mkdir()
+    labelled = pd.concat([pd.read_csv(public / "train.csv"),
+                          pd.read_csv(public / "test.csv").merge(pd.read_csv(hidden / "answers.csv"))])
+    labelled.to_csv(source / "train.csv", index=False)
+    fake_kaggle(monkeypatch, {"feedback-prize-english-language-learning": source})
+    (tmp_path / "public").mkdir()
+    (tmp_path / "hidden").mkdir()
+    module(TASK, "prepare").full(tmp_path / "public", tmp_path / "hidden", 0, tmp_path / "downloads")
+    test = pd.read_csv(tmp_path / "public/test.csv")
+    answers = pd.read_csv(tmp_path / "hidden/answers.csv")
+    assert len(test) == 400 and list(answers.columns) == ["text_id"] + SCORES
+    assert set(test.text_id) == set(answers.text_id)
