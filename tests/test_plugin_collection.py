@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_mlab.sandbox.registry import resolve_kind
 from tests.helpers import (
     assert_no_traceback,
     collected_ids,
@@ -187,7 +188,7 @@ def test_a_misspelt_agent_gets_a_suggestion(pytester, toy_project, mlab_cache) -
     ("--max-steps=many", "--max-steps=many: expected a whole number"),
     ("--max-time=soon", "--max-time: 'soon' is not a duration"),
     ("--max-time=0", "--max-time: '0' must be longer than zero"),
-    ("--sandbox=nope", "--sandbox=nope: unknown sandbox; choose one of: local"),
+    ("--sandbox=nope", "--sandbox=nope: unknown sandbox; choose one of: auto, local"),
     ("--mlab-data=Full/x", "--mlab-data=Full/x: expected a data variant name"),
     ("--agent=", "--agent is empty; name at least one agent"),
 ])
@@ -216,7 +217,7 @@ def test_options_override_ini_settings(pytester, toy_project, mlab_cache) -> Non
 
 @pytest.mark.parametrize("ini, message", [
     ("mlab_seeds = 0", "ini setting mlab_seeds=0: must be at least 1"),
-    ("mlab_sandbox = docker", "ini setting mlab_sandbox=docker: unknown sandbox"),
+    ("mlab_sandbox = nope", "ini setting mlab_sandbox=nope: unknown sandbox"),
     ("mlab_max_time = soon", "ini setting mlab_max_time: 'soon' is not a duration"),
 ])
 def test_bad_ini_values_are_usage_errors_naming_the_setting(pytester, toy_project, mlab_cache,
@@ -353,7 +354,7 @@ def test_a_full_run_of_the_toy_project(pytester, toy_project, mlab_cache) -> Non
     assert (reference["success"], reference["passed"], reference["valid"], reference["steps"]) == (True, True, True, 3)
     assert (reference["expect"], reference["end_reason"], reference["failure"]) == ("success", "final answer", None)
     for run in payload["runs"]:
-        assert (run["metric"], run["direction"], run["sandbox"], run["llm"]) == ("error", "minimize", "local", None)
+        assert (run["metric"], run["direction"], run["sandbox"], run["llm"]) == ("error", "minimize", resolve_kind("auto"), None)
         assert Path(run["trace"]).is_file()
         assert Path(run["run_dir"]) == toy_project / "mlab-results" / "runs" / f"toy-mini-{run['agent']}-s0"
     assert (toy_project / "mlab-results" / "results.csv").is_file()

@@ -34,6 +34,7 @@ import tempfile
 import weakref
 from dataclasses import replace
 from pathlib import Path
+from typing import Iterable
 
 from pytest_mlab.errors import SandboxError
 from pytest_mlab.sandbox.base import ExecResult, SandboxOptions, signal_exit_code
@@ -53,7 +54,8 @@ INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; 
                 "or choose another sandbox with --sandbox=local (no isolation) or --sandbox=docker")
 
 
-def _python_dirs() -> list[str]:
+@functools.lru_cache(maxsize=None)
+def _python_dirs() -> tuple[str, ...]:
     """The interpreter's installation: prefixes, stdlib, site-packages, user site-packages."""
     candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
                   os.path.dirname(os.path.realpath(sys.executable)),
@@ -64,9 +66,9 @@ def _python_dirs() -> list[str]:
     real = {os.path.realpath(path) for path in candidates if path and os.path.isdir(path)}
     # binding a parent covers its children; never bind the whole root or a system directory twice
     kept = sorted(path for path in real if path != "/")
-    return [path for path in kept
-            if not any(path != other and path.startswith(other + os.sep) for other in kept)
-            and not any(path == system or path.startswith(system + os.sep) for system in _SYSTEM)]
+    return tuple(path for path in kept
+                 if not any(path != other and path.startswith(other + os.sep) for other in kept)
+                 and not any(path == system or path.startswith(system + os.sep) for system in _SYSTEM))
 
 
 def _system_args() -> list[str]:
@@ -84,7 +86,7 @@ def _gpu_devices() -> list[str]:
     return sorted(glob.glob("/dev/nvidia*") + glob.glob("/dev/dri"))
 
 
-def bwrap_command(workspace: Path, *, network: bool, read_only: list[str] = (), gpu: bool = False) -> list[str]:
+def bwrap_command(workspace: Path, *, network: bool, read_only: Iterable[str] = (), gpu: bool = False) -> list[str]:
     """The ``bwrap`` arguments (without the program to run) for a sandbox over ``workspace``."""
     executable = shutil.which("bwrap") or "bwrap"
     args = [executable, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
