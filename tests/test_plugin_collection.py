@@ -171,7 +171,7 @@ def test_unknown_agent_is_a_usage_error_naming_the_known_agents(pytester, toy_pr
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     output = output_of(result)
     assert "--agent: unknown agent 'nope'" in output
-    assert "known: baseline, reference" in output
+    assert "known: baseline, react, reference, research, research-no-retrieval, simple (from agents)" in output
     assert_no_traceback(output)
 
 
@@ -341,7 +341,7 @@ def test_a_full_run_of_the_toy_project(pytester, toy_project, mlab_cache) -> Non
     results_path = toy_project / "mlab-results" / "results.json"
     assert f"results: {results_path}" in output
     payload = read_results(toy_project)
-    assert payload["version"] == 1
+    assert payload["version"] == 2
     runs = {run["agent"]: run for run in payload["runs"]}
     assert [run["nodeid"] for run in payload["runs"]] == [BASELINE_ID, REFERENCE_ID]
     baseline, reference = runs["baseline"], runs["reference"]
