@@ -120,7 +120,8 @@ def remove_leftovers(*, everything: bool = False) -> list[str]:
     from docker.errors import APIError, NotFound
 
     removed = []
-    for container in connect().containers.list(all=True, filters={"label": LABEL}):
+    # ignore_removed: a container another session removes between listing and inspecting is not an error
+    for container in connect().containers.list(all=True, filters={"label": LABEL}, ignore_removed=True):
         if everything or _owner_gone(container.labels.get(OWNER_LABEL, "")):
             try:
                 container.remove(force=True)

@@ -30,7 +30,7 @@ def mlab_containers(**labels: str) -> list:
     from pytest_mlab.sandbox.docker import LABEL, connect
 
     filters = [LABEL, *(f"{key}={value}" for key, value in labels.items())]
-    return connect().containers.list(all=True, filters={"label": filters})
+    return connect().containers.list(all=True, filters={"label": filters}, ignore_removed=True)
 
 
 @pytest.fixture
@@ -238,7 +238,7 @@ def project(pytester: pytest.Pytester) -> Path:
 def _containers_of(task: str) -> list:
     from pytest_mlab.sandbox.docker import LABEL, RUN_LABEL, connect
 
-    return [c for c in connect().containers.list(all=True, filters={"label": LABEL})
+    return [c for c in connect().containers.list(all=True, filters={"label": LABEL}, ignore_removed=True)
             if c.labels.get(RUN_LABEL, "").startswith(f"{task}-") or c.labels.get(RUN_LABEL, "").startswith(f"{task}[")]
 
 
