@@ -25,11 +25,9 @@ import functools
 import glob
 import os
 import shutil
-import site
 import stat
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import weakref
 from dataclasses import replace
@@ -40,40 +38,18 @@ from pytest_mlab.errors import SandboxError
 from pytest_mlab.sandbox.base import ExecResult, SandboxOptions, signal_exit_code
 from pytest_mlab.sandbox.cgroups import Limits
 from pytest_mlab.sandbox.environ import clean_environment
+from pytest_mlab.sandbox.host_runtime import ETC_FILES, SYSTEM_DIRS, python_dirs
 from pytest_mlab.sandbox.local import LocalSandbox
 
 HOME = "/tmp/home"
-_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-# What programs need from /etc: the loader, users and groups, time zone, TLS roots, fonts,
-# the alternatives that /usr/bin links through. Not shadow files, ssh keys or the like.
-_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "timezone", "passwd",
-        "group", "nsswitch.conf", "hosts", "host.conf", "gai.conf", "protocols", "services", "ssl",
-        "ca-certificates", "fonts", "mime.types", "matplotlibrc", "python3", f"python3.{sys.version_info.minor}")
-_NETWORK_ETC = ("resolv.conf",)
+_NETWORKETC_FILES = ("resolv.conf",)
 INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap), "
                 "or choose another sandbox with --sandbox=local (no isolation) or --sandbox=docker")
 
 
-@functools.lru_cache(maxsize=None)
-def _python_dirs() -> tuple[str, ...]:
-    """The interpreter's installation: prefixes, stdlib, site-packages, user site-packages."""
-    candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-                  os.path.dirname(os.path.realpath(sys.executable)),
-                  *(path for path in sysconfig.get_paths().values()),
-                  *site.getsitepackages()}
-    if site.ENABLE_USER_SITE:
-        candidates.add(site.getusersitepackages())
-    real = {os.path.realpath(path) for path in candidates if path and os.path.isdir(path)}
-    # binding a parent covers its children; never bind the whole root or a system directory twice
-    kept = sorted(path for path in real if path != "/")
-    return tuple(path for path in kept
-                 if not any(path != other and path.startswith(other + os.sep) for other in kept)
-                 and not any(path == system or path.startswith(system + os.sep) for system in _SYSTEM))
-
-
 def _system_args() -> list[str]:
     args: list[str] = []
-    for path in _SYSTEM:
+    for path in SYSTEM_DIRS:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
@@ -93,9 +69,9 @@ def bwrap_command(workspace: Path, *, network: bool, read_only: Iterable[str] = 
     if network:
         args.append("--share-net")
     args += _system_args()
-    for name in (*_ETC, *(_NETWORK_ETC if network else ())):
+    for name in (*ETC_FILES, *(_NETWORKETC_FILES if network else ())):
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    for path in _python_dirs():
+    for path in python_dirs():
         args += ["--ro-bind", path, path]
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", HOME]
     for device in _gpu_devices() if gpu else ():

@@ -38,10 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_mlab.errors import SandboxError
-from pytest_mlab.sandbox.base import ExecResult, SandboxOptions
+from pytest_mlab.sandbox.base import ExecResult, SandboxOptions, signal_exit_code
 from pytest_mlab.sandbox.docker_image import DEFAULT_IMAGE, ensure_image, host_init, host_python, host_runtime_binds
 from pytest_mlab.sandbox.environ import clean_environment
-from pytest_mlab.sandbox.local import LocalSandbox, _CappedBuffer
+from pytest_mlab.sandbox.local import LocalSandbox, CappedBuffer
 
 LABEL = "pytest-mlab"  # every container we create has it
 OWNER_LABEL = "pytest-mlab.owner"  # "host:pid:start" of the process that created it
@@ -294,7 +294,7 @@ class DockerSandbox(LocalSandbox):
             stream = api.exec_start(exec_id, socket=True)
         except DockerException as exc:
             raise SandboxError(f"could not start {argv[0]!r} in the docker sandbox: {exc}") from exc
-        buffers = (_CappedBuffer(output_limit), _CappedBuffer(output_limit))
+        buffers = (CappedBuffer(output_limit), CappedBuffer(output_limit))
         raw = getattr(stream, "_sock", stream)
         reader = threading.Thread(target=_read_frames, args=(stream, buffers), daemon=True, name="mlab-docker-io")
         reader.start()
@@ -315,7 +315,7 @@ class DockerSandbox(LocalSandbox):
             limit = (self.options.memory or DEFAULT_MEMORY) / (1 << 20)
             stderr += f"\n[killed: the sandbox's memory limit ({limit:.0f} MiB) was reached]\n"
         return ExecResult(
-            returncode=_as_popen_code(exit_code) if exit_code is not None else None,
+            returncode=signal_exit_code(exit_code) if exit_code is not None else None,
             stdout=buffers[0].text(), stderr=stderr, timed_out=exit_code is None,
             duration=time.monotonic() - started, truncated_bytes=buffers[0].dropped + buffers[1].dropped)
 
@@ -335,11 +335,6 @@ def _has_gpu(client: Any) -> bool:
     return Path("/dev/nvidia0").exists() and ("nvidia" in runtimes or any("nvidia" in str(r) for r in runtimes.values()))
 
 
-def _as_popen_code(code: int) -> int:
-    """docker reports a signal as 128+N; subprocess (the local backend) as -N."""
-    return -(code - 128) if 128 < code <= 128 + 64 else code
-
-
 def _wait_for_exit(api: Any, exec_id: str, deadline: float) -> int | None:
     """The command's exit code, or None when ``deadline`` passed first."""
     pause = 0.005
@@ -354,7 +349,7 @@ def _wait_for_exit(api: Any, exec_id: str, deadline: float) -> int | None:
         pause = min(pause * 2, _POLL_MAX_S)
 
 
-def _read_frames(stream: Any, buffers: tuple[_CappedBuffer, _CappedBuffer]) -> None:
+def _read_frames(stream: Any, buffers: tuple[CappedBuffer, CappedBuffer]) -> None:
     """Demultiplex docker's attach stream (stdout = 1, stderr = 2) into the capped buffers."""
     from docker.utils.socket import frames_iter
 

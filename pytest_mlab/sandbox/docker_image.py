@@ -60,11 +60,11 @@ def host_runtime_binds() -> list[str]:
     """Host paths the default image mounts read-only at the same place: system directories,
     the /etc files programs need, and the running Python installation (which may live under
     /root: only the installation itself is mounted, so its parents need not be readable)."""
-    from pytest_mlab.sandbox.bwrap import _ETC, _SYSTEM, _python_dirs
+    from pytest_mlab.sandbox.host_runtime import ETC_FILES, SYSTEM_DIRS, python_dirs
 
-    paths = [path for path in _SYSTEM if os.path.isdir(path)]  # a symlinked /bin binds its target
-    etc = [f"/etc/{name}" for name in _ETC if os.path.exists(f"/etc/{name}")]
-    return [*paths, *etc, *_python_dirs()]
+    paths = [path for path in SYSTEM_DIRS if os.path.isdir(path)]  # a symlinked /bin binds its target
+    etc = [f"/etc/{name}" for name in ETC_FILES if os.path.exists(f"/etc/{name}")]
+    return [*paths, *etc, *python_dirs()]
 
 
 def host_init() -> list[str]:

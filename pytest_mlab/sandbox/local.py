@@ -52,7 +52,7 @@ def omission_marker(count: int) -> str:
     return f"\n[... {count} bytes of output omitted ...]\n"
 
 
-class _CappedBuffer:
+class CappedBuffer:
     """Keeps the first and last ``limit // 2`` bytes of a stream, so memory stays bounded."""
 
     def __init__(self, limit: int) -> None:
@@ -100,7 +100,7 @@ class _CappedBuffer:
         return head + omission_marker(self.dropped) + tail.decode("utf-8", errors="replace")
 
 
-def _drain(fd: int, buffer: _CappedBuffer, stop: threading.Event) -> None:
+def _drain(fd: int, buffer: CappedBuffer, stop: threading.Event) -> None:
     """Read ``fd`` to EOF; once ``stop`` is set, give up after a short grace period.
 
     Polling (not a blocking read) is what lets us abandon a pipe that an escaped grandchild
@@ -675,7 +675,7 @@ class LocalSandbox(Sandbox):
         assert proc.stdout is not None and proc.stderr is not None
         tree = _ProcessTree(proc.pid)
         pipes = (proc.stdout, proc.stderr)
-        buffers = (_CappedBuffer(output_limit), _CappedBuffer(output_limit))
+        buffers = (CappedBuffer(output_limit), CappedBuffer(output_limit))
         stop = threading.Event()
         readers = [_start_thread(_drain, pipe.fileno(), buf, stop) for pipe, buf in zip(pipes, buffers)]
         feeder = _start_thread(_feed_stdin, proc.stdin, stdin) if stdin is not None else None

@@ -14,7 +14,7 @@ import pytest
 
 from pytest_mlab.env import Environment, ReadOnlyRules
 from pytest_mlab.sandbox import SandboxOptions, open_sandbox
-from pytest_mlab.sandbox import bwrap
+from pytest_mlab.sandbox import bwrap, host_runtime
 from pytest_mlab.sandbox.registry import isolation_warning, resolve_kind, sandbox_unavailable
 from pytest_mlab.spec.models import Limits
 from pytest_mlab.trace import SnapshotStore, TraceWriter
@@ -90,7 +90,7 @@ def test_the_users_home_shows_nothing_of_the_user(env, tmp_path):
     # only the path down to a bound Python installation may show in the real home, nothing else
     visible = [] if lines[2] == "absent" else json.loads(lines[2].replace("'", '"'))
     for name in visible:
-        assert any(path.startswith(str(home / name)) for path in bwrap._python_dirs()), name
+        assert any(path.startswith(str(home / name)) for path in host_runtime.python_dirs()), name
     assert lines[3] == "False"
 
 
