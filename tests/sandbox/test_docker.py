@@ -281,3 +281,25 @@ def test_a_killed_session_leaves_a_container_that_the_next_session_removes(pytes
     result = _sub_run(pytester, tmp_path, "dockerpass", "--agent=baseline")
     result.assert_outcomes(passed=1)
     assert _containers_of("dockerkill") == []
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_the_smoke_tasks_pass_in_docker(pytester, tmp_path):
+    """The issue's promise: `pytest specs/ -n 2 --sandbox=docker` on the smoke tasks, green."""
+    out = tmp_path / "results"
+    result = pytester.runpytest_subprocess(
+        str(REPO / "specs"), "--rootdir", str(REPO), "-c", str(REPO / "pyproject.toml"), "-m", "smoke",
+        "-n", "2", "--sandbox=docker", "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:hypothesispytest",
+        "--mlab-out", str(out), "--mlab-cache", str(tmp_path / "cache"), timeout=1200)
+    result.assert_outcomes(passed=6)
+    runs = read_results(out.parent, out.name)["runs"]
+    assert {run["sandbox"] for run in runs} == {"docker"}
+    assert {run["task"] for run in runs} == {"diabetes", "digits", "vectorization"}
+    from pytest_mlab.sandbox.docker import RUN_LABEL
+
+    left = [c.name for c in mlab_containers() if c.labels.get(RUN_LABEL, "").split("[")[0] in
+            ("diabetes", "digits", "vectorization")]
+    assert left == []
