@@ -39,6 +39,8 @@ class SandboxOptions:
     network: bool = False  # the task's spec asked for network access at run time
     gpu: bool = False  # the task needs a GPU (backends pass one through only when present)
     label: str = ""  # the run id, for naming/labelling containers and temp folders
+    image: str | None = None  # docker only: the task's image (None: the default host-runtime image)
+    dockerfile: Path | None = None  # docker only: a Dockerfile to build the task's image from
 
 
 @dataclass(frozen=True)

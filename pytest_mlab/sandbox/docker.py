@@ -39,7 +39,8 @@ from typing import Any
 
 from pytest_mlab.errors import SandboxError
 from pytest_mlab.sandbox.base import ExecResult, SandboxOptions, signal_exit_code
-from pytest_mlab.sandbox.docker_image import DEFAULT_IMAGE, ensure_image, host_init, host_python, host_runtime_binds
+from pytest_mlab.sandbox.docker_image import (DEFAULT_IMAGE, build_task_image, ensure_image, host_init, host_python,
+                                              host_runtime_binds, uses_host_runtime)
 from pytest_mlab.sandbox.environ import clean_environment
 from pytest_mlab.sandbox.local import LocalSandbox, CappedBuffer
 
@@ -153,9 +154,13 @@ class DockerSandbox(LocalSandbox):
     def __init__(self, workspace: Path | None = None, *, base_env: dict[str, str] | None = None,
                  options: SandboxOptions | None = None, image: str | None = None) -> None:
         super().__init__(workspace, base_env=base_env, options=options)
-        self.image = image or DEFAULT_IMAGE
-        self.python = host_python() if self.image == DEFAULT_IMAGE else "python3"
         self._client = connect()
+        if image is None and self.options.image is None and self.options.dockerfile is not None:
+            image = build_task_image(self._client, self.options.dockerfile)
+        self.image = image or self.options.image or DEFAULT_IMAGE
+        ensure_image(self._client, self.image)
+        self._host_runtime = uses_host_runtime(self._client, self.image)
+        self.python = host_python() if self._host_runtime else "python3"
         self._as_root = os.getuid() == 0
         uid, gid = (SANDBOX_UID, SANDBOX_UID) if self._as_root else (os.getuid(), os.getgid())
         self.user = f"{uid}:{gid}"
@@ -196,7 +201,7 @@ class DockerSandbox(LocalSandbox):
         from docker.types import Mount
 
         mounts = []
-        if self.image == DEFAULT_IMAGE:
+        if self._host_runtime:
             mounts = [Mount(path, path, type="bind", read_only=True) for path in host_runtime_binds()]
         # no working_dir for the container: docker would create /tmp below the tmpfs, mode 755
         mounts.append(Mount(str(self.workspace), str(self.workspace), type="bind"))
@@ -210,7 +215,7 @@ class DockerSandbox(LocalSandbox):
         cpus = min(self.options.cpus or DEFAULT_CPUS, float(os.cpu_count() or 1))
         devices = [DeviceRequest(count=-1, capabilities=[["gpu"]])] if self.options.gpu and _has_gpu(self._client) else []
         name = re.sub(r"[^a-zA-Z0-9_.-]+", "-", f"mlab-{self.options.label or 'run'}")[:60]
-        default = self.image == DEFAULT_IMAGE
+        default = self._host_runtime
         init = host_init() if default else []
         try:
             container = self._client.containers.create(
@@ -273,7 +278,7 @@ class DockerSandbox(LocalSandbox):
     # -- commands ------------------------------------------------------------------------------
 
     def _environment(self, env: dict[str, str] | None) -> dict[str, str]:
-        path = f"{os.path.dirname(self.python)}:/usr/local/bin:/usr/bin:/bin" if self.image == DEFAULT_IMAGE \
+        path = f"{os.path.dirname(self.python)}:/usr/local/bin:/usr/bin:/bin" if self._host_runtime \
             else "/usr/local/bin:/usr/bin:/bin"
         return clean_environment({"HOME": HOME, "TMPDIR": "/tmp", "PATH": path, **self._base_env, **(env or {})})
 

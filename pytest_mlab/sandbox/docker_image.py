@@ -4,23 +4,69 @@ No image registry is needed by default: the default image is an empty root files
 locally (``docker import`` of an empty tar, through the SDK), and each container bind-mounts the
 host's system directories, a short allow-list of /etc files and the Python installation running
 pytest, all read-only. The container then runs the same interpreter and packages as the host,
-with its own namespaces, limits and user. A user-supplied image (``--docker-image`` or a task's
-``sandbox: {image: ...}``) is used as it is and must already be on the machine.
+with its own namespaces, limits and user. A task's ``sandbox: {image: ...}`` is used as it is and
+must already be on the machine; a task's ``sandbox: {dockerfile: ...}`` is built here, once per
+content. An image built ``FROM pytest-mlab/host-runtime:1`` inherits its label and keeps the host
+runtime mounts, so a task can add files or tools offline.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import shutil
 import sys
 import tarfile
+from pathlib import Path
 from typing import Any
 
 from pytest_mlab.errors import SandboxError
 
 #: The locally built image every container uses unless another one is named.
 DEFAULT_IMAGE = "pytest-mlab/host-runtime:1"
+#: The label that marks the default image and every image built from it.
+HOST_RUNTIME_LABEL = ("pytest-mlab.image", "host-runtime")
+TASK_IMAGE_REPOSITORY = "pytest-mlab/task"
+
+
+def uses_host_runtime(client: Any, image: str) -> bool:
+    """Whether containers of ``image`` get the host runtime mounted (the default image and images
+    built FROM it); other images bring their own Python."""
+    if image == DEFAULT_IMAGE:
+        return True
+    labels = client.images.get(image).labels or {}
+    return labels.get(HOST_RUNTIME_LABEL[0]) == HOST_RUNTIME_LABEL[1]
+
+
+def build_task_image(client: Any, dockerfile: Path) -> str:
+    """Build a task's Dockerfile (its folder is the context) without network; the tag is a digest
+    of the context, so a changed Dockerfile or requirements file gets a new image and an unchanged
+    one is built once."""
+    from docker.errors import BuildError, DockerException, ImageNotFound
+
+    context = dockerfile.parent
+    digest = hashlib.sha256()
+    for path in sorted(p for p in context.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(context).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    tag = f"{TASK_IMAGE_REPOSITORY}:{digest.hexdigest()[:16]}"
+    try:
+        client.images.get(tag)
+        return tag
+    except ImageNotFound:
+        pass
+    ensure_image(client, DEFAULT_IMAGE)  # so that FROM pytest-mlab/host-runtime:1 works offline
+    try:
+        client.images.build(path=str(context), dockerfile=dockerfile.name, tag=tag, rm=True, pull=False,
+                            network_mode="none")
+    except BuildError as exc:
+        log = "".join(str(chunk.get("stream") or chunk.get("error") or "") for chunk in exc.build_log)
+        raise SandboxError(f"building the task's docker image from {dockerfile} failed: {exc.msg}\n"
+                           f"{log[-2000:]}") from exc
+    except DockerException as exc:
+        raise SandboxError(f"building the task's docker image from {dockerfile} failed: "
+                           f"{getattr(exc, 'explanation', None) or exc}") from exc
+    return tag
 
 
 def _empty_rootfs() -> bytes:
@@ -49,7 +95,7 @@ def ensure_image(client: Any, image: str) -> None:
     repository, _, tag = DEFAULT_IMAGE.rpartition(":")
     try:
         client.api.import_image_from_data(_empty_rootfs(), repository=repository, tag=tag,
-                                          changes=["LABEL pytest-mlab.image=host-runtime"])
+                                          changes=["LABEL {}={}".format(*HOST_RUNTIME_LABEL)])
         client.images.get(image)
     except (APIError, ImageNotFound) as exc:
         raise SandboxError(f"cannot create the default docker image {image!r} (an empty root filesystem "

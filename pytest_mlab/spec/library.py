@@ -226,6 +226,15 @@ def build_task(raw: RawSpec, library: SpecLibrary, root: Path) -> models.TaskSpe
                    f"starter script '{starter}' not found in {display_path(assets / 'env')}")
     limits = _build_limits(data.get("limits", {}), fail)
     reference = data.get("reference", {})
+    sandbox = data.get("sandbox", {})
+    dockerfile = None
+    if "image" in sandbox and "dockerfile" in sandbox:
+        raise fail(("sandbox",), "name either an image or a dockerfile, not both: the commands run in one image")
+    if "dockerfile" in sandbox:
+        dockerfile = (assets / sandbox["dockerfile"]).resolve()
+        if not dockerfile.is_file() or not dockerfile.is_relative_to(assets):
+            raise fail(("sandbox", "dockerfile"),
+                       f"Dockerfile '{sandbox['dockerfile']}' not found in the assets folder {display_path(assets)}")
     return models.TaskSpec(
         name=data["name"], description=data["description"].strip(), source=display,
         line=lines.locate((), display)[1] or 1, assets=assets,
@@ -236,6 +245,7 @@ def build_task(raw: RawSpec, library: SpecLibrary, root: Path) -> models.TaskSpe
         success_improvement=float(data.get("success", {}).get("improvement", models.DEFAULT_SUCCESS_IMPROVEMENT)),
         limits=limits, requires=models.Requirements.from_dict(data.get("requires")),
         reference_script=reference.get("script"), reference_files=reference.get("files", "reference"),
+        sandbox_image=sandbox.get("image"), sandbox_dockerfile=dockerfile,
     )
 
 

@@ -96,6 +96,8 @@ class TaskSpec:
     requires: Requirements = Requirements()
     reference_script: str | None = None
     reference_files: str = "reference"
+    sandbox_image: str | None = None  # docker only: an image on this machine
+    sandbox_dockerfile: Path | None = None  # docker only: built locally, context = its folder
 
     @property
     def env_dir(self) -> Path:

@@ -303,3 +303,35 @@ def test_the_smoke_tasks_pass_in_docker(pytester, tmp_path):
     left = [c.name for c in mlab_containers() if c.labels.get(RUN_LABEL, "").split("[")[0] in
             ("diabetes", "digits", "vectorization")]
     assert left == []
+
+
+def test_a_task_dockerfile_is_built_offline_once_and_keeps_the_host_runtime(tmp_path):
+    from pytest_mlab.sandbox.docker import connect
+    from pytest_mlab.sandbox.docker_image import DEFAULT_IMAGE, build_task_image
+
+    context = tmp_path / "docker"
+    context.mkdir()
+    (context / "tool.txt").write_text("a task's own tool\n")
+    (context / "Dockerfile").write_text(f"FROM {DEFAULT_IMAGE}\nCOPY tool.txt /opt/task/tool.txt\n")
+    options = SandboxOptions(label="dockerfile-probe", dockerfile=context / "Dockerfile")
+    with open_sandbox("docker", options=options) as box:
+        assert box.image.startswith("pytest-mlab/task:")
+        result = run_python(box, "print(open('/opt/task/tool.txt').read().strip())")
+    assert result.returncode == 0 and result.stdout.strip() == "a task's own tool"
+    assert build_task_image(connect(), context / "Dockerfile") == box.image  # same content: no rebuild
+    (context / "tool.txt").write_text("changed\n")
+    changed = build_task_image(connect(), context / "Dockerfile")
+    assert changed != box.image
+    connect().images.remove(changed, force=True)
+    connect().images.remove(box.image, force=True)
+
+
+def test_a_broken_task_dockerfile_is_a_clear_error(tmp_path):
+    (tmp_path / "Dockerfile").write_text("FROM pytest-mlab/host-runtime:1\nRUN /no/such/program\n")
+    with pytest.raises(SandboxError, match=r"building the task's docker image from .*Dockerfile failed"):
+        open_sandbox("docker", options=SandboxOptions(label="broken", dockerfile=tmp_path / "Dockerfile"))
+
+
+def test_an_image_that_is_not_on_the_machine_is_a_clear_error():
+    with pytest.raises(SandboxError, match=r"the docker image 'no-such/image:1' is not on this machine; fetch or build"):
+        open_sandbox("docker", options=SandboxOptions(label="missing", image="no-such/image:1"))
