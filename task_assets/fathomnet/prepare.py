@@ -13,7 +13,7 @@ Training images come from shallow water (0-800 m). Evaluation images come from t
 column, so some are "out of sample": deeper, darker, and showing animals of categories that are
 rare or absent in training. ``mini`` draws small synthetic scenes (animals are coloured shapes on
 a depth-dependent background) from the seed. ``full`` takes the competition's files from Kaggle
-(images are fetched by the competition's download script from their URLs); the competition's
+(the images are fetched from the URLs in its COCO files, as its download script does); the competition's
 evaluation answers are not public, so the hidden split is made from the training images.
 """
 
@@ -140,10 +140,9 @@ def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathl
     public, hidden = pathlib.Path(public), pathlib.Path(hidden)
     train_csv = source / "multilabel_classification" / "train.csv"
     coco_path = source / "object_detection" / "train.json"
-    for required in (train_csv, coco_path, source / "category_key.csv", source / "images"):
+    for required in (train_csv, coco_path, source / "category_key.csv"):
         if not required.exists():
-            raise DataError(f"{required} is missing from the competition's files; for the images, run the "
-                            f"competition's download_images.py into {source / 'images'} and prepare again")
+            raise DataError(f"{required} is missing from the competition's files")
     labels = pd.read_csv(train_csv)
     keep, test = split_ids(labels["id"].astype(str), TEST_FRACTION, seed)
     test_set = set(test.tolist())
@@ -160,7 +159,7 @@ def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathl
     (public / "object_detection" / "train.json").write_text(json.dumps(train_json))
     (public / "object_detection" / "eval.json").write_text(json.dumps(eval_json))
     shutil.copy2(source / "category_key.csv", public / "category_key.csv")
-    for image in sorted((source / "images").iterdir()):
+    for image in sorted(_images(source, pathlib.Path(downloads), coco["images"]).iterdir()):
         try:
             (public / "images" / image.name).hardlink_to(image)
         except OSError:
@@ -170,3 +169,20 @@ def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathl
                             "categories": [" ".join(str(int(float(c))) for c in json.loads(v)) for v in held["categories"]],
                             "osd": 0})
     _write_hidden(public, hidden, answers)
+
+
+def _images(source: pathlib.Path, downloads: pathlib.Path, images: list[dict]) -> pathlib.Path:
+    """The folder of training images: the competition's images/ when present, else each image
+    fetched from its coco_url (what the competition's download_images.py does), resumably."""
+    from pytest_mlab.data.fetch import download
+    from pytest_mlab.errors import DataError
+
+    if (source / "images").is_dir():
+        return source / "images"
+    folder = downloads / "fathomnet-images"
+    for image in images:
+        if not image.get("coco_url"):
+            raise DataError(f"{source / 'object_detection' / 'train.json'}: image {image.get('id')} has no "
+                            f"coco_url to download it from")
+        download(image["coco_url"], folder / image["file_name"])
+    return folder

@@ -17,7 +17,7 @@ from PIL import Image
 
 from pytest_mlab.errors import DataError
 from pytest_mlab.grading import InvalidSubmission
-from tests.data.fakes import fake_kaggle
+from tests.data.fakes import FileServer, fake_kaggle
 from tests.tasks.test_smoke_tasks import load_function, prepare, tree_digest
 
 TASK = "fathomnet"
@@ -144,6 +144,24 @@ def test_full_recipe_holds_out_a_fifth_of_the_training_images(data, tmp_path, mo
     # the held-out answers are graded as MAP@20 alone
     answers.to_csv(tmp_path / "submission.csv", index=False)
     assert grade(tmp_path, hidden) == 1.0
+
+
+def test_full_recipe_fetches_images_from_their_urls_when_the_bundle_has_none(data, tmp_path, monkeypatch):
+    source = competition_files(data, tmp_path / "source")
+    shutil.move(source / "images", tmp_path / "served")
+    coco_path = source / "object_detection" / "train.json"
+    with FileServer(tmp_path / "served") as server:
+        coco = json.loads(coco_path.read_text())
+        for image in coco["images"]:
+            image["coco_url"] = server.url(image["file_name"])
+        coco_path.write_text(json.dumps(coco))
+        fake_kaggle(monkeypatch, {COMPETITION: source})
+        load_function(TASK, "prepare.py:full")(tmp_path / "public", tmp_path / "hidden", 0, tmp_path / "downloads")
+        fetched = len(server.log)
+    assert fetched == len(coco["images"])
+    for image in coco["images"][:5]:
+        assert (tmp_path / "public" / "images" / image["file_name"]).read_bytes() == \
+            (tmp_path / "served" / image["file_name"]).read_bytes()
 
 
 def test_full_recipe_rejects_a_truncated_download(data, tmp_path, monkeypatch):
