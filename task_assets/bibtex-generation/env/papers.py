@@ -1,0 +1,1 @@
+../../literature-review-tool/env/papers.py

@@ -1,0 +1,87 @@
+"""Grader for the bibtex-generation task: run the tool on hidden paragraphs and check its output.
+
+For each hidden paragraph the grader runs
+``python bibtex_generation.py paragraph.txt references.bib cited.txt`` on a copy of the
+workspace, outside it, with the task's own LLM.py and papers.py answering from a scripted LLM
+and a local paper index (see pytest_mlab/grading/tool_run.py). It parses references.bib with
+bibtexparser and checks the entries and the rewritten paragraph; the score is the fraction of
+checks passed over all paragraphs (higher is better). Whether the citations are the ones a
+researcher would choose remains a matter of human judgement, the paper's metric.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+import tempfile
+
+from pytest_mlab.grading import InvalidSubmission
+from pytest_mlab.grading.tool_run import report, run_tool
+
+SCRIPT = "bibtex_generation.py"
+INPUT, BIB, TEXT = "paragraph.txt", "references.bib", "cited.txt"
+TIMEOUT_S = 180
+HELPERS = [pathlib.Path(__file__).resolve().parent / "env" / name for name in ("LLM.py", "papers.py")]
+
+
+def _plain(text: str) -> str:
+    """Lower-case words only: how titles and paragraphs are compared."""
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _entries(path: pathlib.Path):
+    """(entries, parsed cleanly) of a BibTeX file; no file or no entries gives ([], False)."""
+    import bibtexparser
+
+    if not path.is_file():
+        return [], False
+    library = bibtexparser.parse_string(path.read_text(encoding="utf-8", errors="replace"))
+    return library.entries, bool(library.entries) and not library.failed_blocks
+
+
+def check_output(case: dict, run) -> dict[str, bool]:
+    """The automatic checks of one run; names say what passing output does."""
+    entries, clean = _entries(run.folder / BIB)
+    fields = [{name.lower(): str(field.value) for name, field in entry.fields_dict.items()} for entry in entries]
+    titles = [_plain(f.get("title", "")) for f in fields]
+    wanted = [_plain(title) for title in case["titles"]]
+    keys = [entry.key for entry in entries]
+    key_of = {title: key for title, key in zip(titles, keys)}
+    text_path = run.folder / TEXT
+    text = text_path.read_text(encoding="utf-8", errors="replace") if text_path.is_file() else ""
+    cited = [key.strip() for group in re.findall(r"\\cite[tp]?\*?\{([^}]*)\}", text) for key in group.split(",")]
+    words = _plain(re.sub(r"\\cite[tp]?\*?\{[^}]*\}", " ", text)).split()
+    remaining = iter(words)
+    return {
+        "the tool exits with status 0": run.ok,
+        f"{BIB} parses as BibTeX (bibtexparser) with at least one entry and no broken block": clean,
+        "there is an entry for each work the paragraph refers to (matched by title)":
+            all(title in titles for title in wanted),
+        "there is no entry for a work the paragraph does not refer to": bool(entries) and set(titles) <= set(wanted),
+        "every entry has a unique key, an author, a title and a four-digit year":
+            bool(entries) and len(set(keys)) == len(keys) and all(
+                f.get("author", "").strip() and f.get("title", "").strip()
+                and re.fullmatch(r"\s*\{?\d{4}\}?\s*", f.get("year", "")) for f in fields),
+        f"it writes {TEXT}": bool(text.strip()),
+        f"{TEXT} cites each work with \\cite{{key}} of its entry, and only keys of {BIB}":
+            bool(cited) and set(cited) <= set(keys) and all(key_of.get(title) in cited for title in wanted),
+        f"{TEXT} keeps the paragraph's words, in order": bool(words) and all(
+            word in remaining for word in _plain(case["paragraph"]).split()),
+    }
+
+
+def score(workspace: pathlib.Path, answers: pathlib.Path) -> float:
+    workspace, answers = pathlib.Path(workspace), pathlib.Path(answers)
+    if not (workspace / SCRIPT).is_file():
+        raise InvalidSubmission(f"{SCRIPT}: file not found in the workspace; the grader runs "
+                                f"python {SCRIPT} {INPUT} {BIB} {TEXT}")
+    results = []
+    for case in json.loads((answers / "cases.json").read_text()):
+        with tempfile.TemporaryDirectory(prefix="mlab-bibtex-") as scratch:
+            run = run_tool(workspace, pathlib.Path(scratch), [SCRIPT, INPUT, BIB, TEXT], helpers=HELPERS,
+                           llm_script=answers / "llm_script.yaml", papers=answers / "papers.json",
+                           timeout=TIMEOUT_S, inputs={INPUT: case["paragraph"] + "\n"})
+            checks = check_output(case, run)
+        results += report(f"paragraph {case['paragraph'][:60]!r}...", checks, run)
+    return sum(results) / len(results)

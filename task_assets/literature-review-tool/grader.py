@@ -1,0 +1,70 @@
+"""Grader for the literature-review-tool task: run the tool on hidden topics and check the review.
+
+For each hidden topic the grader runs ``python literature_review.py "TOPIC" review.md`` on a
+copy of the workspace, outside it, with the task's own LLM.py and papers.py answering from a
+scripted LLM and a local paper index (see pytest_mlab/grading/tool_run.py). It then checks the
+review automatically; the score is the fraction of checks passed over all topics (higher is
+better). These checks test that the tool works end to end and writes a well-formed review of
+the papers found; how good the review is remains a matter of human judgement, the paper's metric.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+import tempfile
+
+from pytest_mlab.grading import InvalidSubmission
+from pytest_mlab.grading.tool_run import report, run_tool
+
+SCRIPT = "literature_review.py"
+OUTPUT = "review.md"
+TIMEOUT_S = 180
+MIN_PAPERS = 3
+HELPERS = [pathlib.Path(__file__).resolve().parent / "env" / name for name in ("LLM.py", "papers.py")]
+
+
+def _present(text: str, phrase: str) -> bool:
+    """``phrase`` in ``text``, ignoring case and how whitespace and line breaks fall."""
+    return re.search(r"\s+".join(re.escape(word) for word in phrase.split()), text, re.IGNORECASE) is not None
+
+
+def check_review(case: dict, run) -> dict[str, bool]:
+    """The automatic checks of one run; names say what a passing review does."""
+    path = run.folder / OUTPUT
+    review = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    listed = [i for i, title in enumerate(case["titles"]) if _present(review, title)]
+    ids = set(re.findall(r"\b\d{4}\.\d{4,5}\b", review))
+    topic_words = {w for w in re.findall(r"[a-z]+", case["topic"].lower()) if len(w) > 3}
+    after_heading = re.split(r"(?im)^#+\s*.*conclusion.*$", review, maxsplit=1)
+    return {
+        "the tool exits with status 0": run.ok,
+        f"it writes {OUTPUT}": bool(review.strip()),
+        "it searches for papers with words of the topic": any(topic_words & set(re.findall(r"[a-z]+", q.lower()))
+                                                              for q in run.queries),
+        f"the review lists at least {MIN_PAPERS} of the papers found on the topic": len(listed) >= MIN_PAPERS,
+        "each listed paper comes with its arXiv id or URL, and no other arXiv id appears":
+            bool(listed) and all(case["papers"][i] in review for i in listed) and ids <= set(case["papers"]),
+        f"the review has the LLM's summary of at least {MIN_PAPERS} papers":
+            sum(_present(review, summary) for summary in case["summaries"]) >= MIN_PAPERS,
+        "a 'Conclusion' heading is followed by the LLM's conclusion":
+            len(after_heading) == 2 and _present(after_heading[1], case["conclusion"]),
+        "no unrelated paper is listed": bool(listed) and not any(_present(review, t) for t in case["unrelated"]),
+    }
+
+
+def score(workspace: pathlib.Path, answers: pathlib.Path) -> float:
+    workspace, answers = pathlib.Path(workspace), pathlib.Path(answers)
+    if not (workspace / SCRIPT).is_file():
+        raise InvalidSubmission(f"{SCRIPT}: file not found in the workspace; the grader runs "
+                                f"python {SCRIPT} \"TOPIC\" {OUTPUT}")
+    cases = json.loads((answers / "cases.json").read_text())
+    results = []
+    for case in cases:
+        with tempfile.TemporaryDirectory(prefix="mlab-review-") as scratch:
+            run = run_tool(workspace, pathlib.Path(scratch), [SCRIPT, case["topic"], OUTPUT], helpers=HELPERS,
+                           llm_script=answers / "llm_script.yaml", papers=answers / "papers.json", timeout=TIMEOUT_S)
+            checks = check_review(case, run)
+        results += report(f"topic {case['topic']!r}", checks, run)
+    return sum(results) / len(results)
