@@ -146,7 +146,6 @@ def run_full(tmp_path, monkeypatch, data, truncate: int = 0):
     recipe = load_function(TASK, "prepare.py:full")
     with FileServer(tmp_path / "source") as server:
         monkeypatch.setitem(recipe.__globals__, "URL", server.url("arxiv.zip"))
-        monkeypatch.setitem(recipe.__globals__, "SIZE", len(content))
         recipe(tmp_path / "public", tmp_path / "hidden", 0, tmp_path / "downloads")
     return tmp_path / "public", tmp_path / "hidden"
 
