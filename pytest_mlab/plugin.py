@@ -67,31 +67,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             report.extras = [*getattr(report, "extras", []), *html_extras(result)]
 
 
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """Docker containers left by a killed session or worker are removed before any item runs."""
-    _remove_dead_containers(session.config)
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Those of workers that died during this session are removed after it."""
-    _remove_dead_containers(session.config)
-
-
-def _remove_dead_containers(config: pytest.Config) -> None:
-    from pytest_mlab.sandbox.registry import resolve_kind
-
-    if hasattr(config, "workerinput") or SETTINGS not in config.stash:
-        return
-    if resolve_kind(config.stash[SETTINGS].sandbox) == "docker":
-        from pytest_mlab.sandbox.docker import remove_leftovers
-
-        try:
-            remove_leftovers()
-        except MlabError as exc:
-            raise pytest.UsageError(f"--sandbox=docker: {exc}") from None
-
-
-
 def pytest_collection_finish(session: pytest.Session) -> None:
     """--mlab-prepare without xdist: prepare the selected items' data before the first run."""
     if session.config.stash[SETTINGS].prepare and not hasattr(session.config, "workerinput"):
@@ -125,6 +100,30 @@ def _prepare_selected(config: pytest.Config, tasks: list) -> None:
                                   lambda line: (reporter.write_line(line), reporter.flush()))
             except MlabError as exc:
                 pytest.exit(f"--mlab-prepare: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Docker containers left by a killed session or worker are removed before any item runs."""
+    _remove_dead_containers(session.config)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Those of workers that died during this session are removed after it."""
+    _remove_dead_containers(session.config)
+
+
+def _remove_dead_containers(config: pytest.Config) -> None:
+    from pytest_mlab.sandbox.registry import resolve_kind
+
+    if hasattr(config, "workerinput") or SETTINGS not in config.stash:
+        return
+    if resolve_kind(config.stash[SETTINGS].sandbox) == "docker":
+        from pytest_mlab.sandbox.docker import remove_leftovers
+
+        try:
+            remove_leftovers()
+        except MlabError as exc:
+            raise pytest.UsageError(f"--sandbox=docker: {exc}") from None
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):
