@@ -65,7 +65,7 @@ def render_summary(results: list[RunResult]) -> str:
     rows = [{"task": row["task"], "agent": agent_label(row), "runs": row["runs"],
              "success": f"{row['success_rate']:.0%} [{row['ci_low']:.0%}, {row['ci_high']:.0%}]",
              "improvement": _percent(row["mean_improvement"]), "best step": _percent(row["best_step_improvement"]),
-             "tokens": _number(row["mean_tokens"]), "cost": f"${row['total_cost']:.2f}",
+             "tokens": _count(row["mean_tokens"]), "cost": f"${row['total_cost']:.2f}",
              "time": format_duration(row["mean_wall_time"] or 0.0)} for row in summary["groups"]]
     agents = [{"agent": agent_label(row), "tasks": row["tasks"], "runs": row["runs"],
                "average success": _percent(row["average_success_rate"], signed=False),
@@ -100,3 +100,8 @@ def render_table(results: list[RunResult]) -> str:
 
 def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
+
+
+def _count(value: float | None) -> str:
+    """Token counts read as whole numbers with thousands separators: 15,430, not 1.543e+04."""
+    return "-" if value is None else f"{round(value):,}"

@@ -55,3 +55,11 @@ def test_the_table_shows_failures_llms_and_missing_scores():
 def test_from_dict_ignores_fields_it_does_not_know():
     data = {**result().to_dict(), "added_in_a_later_version": 1}
     assert RunResult.from_dict(data) == result()
+
+
+def test_the_summary_shows_token_counts_as_whole_numbers():
+    from pytest_mlab.results.store import render_summary
+
+    runs = [result(seed=0, tokens=15426, llm="gpt-4"), result(seed=1, tokens=15434, llm="gpt-4")]
+    summary = render_summary(runs)
+    assert "15,430" in summary and "e+04" not in summary
