@@ -43,12 +43,10 @@ def is_backed(claim: str, measured: Iterable[float]) -> bool:
     value = float(digits)
     decimals = len(digits.split(".")[1]) if "." in digits else 0
     half_step = 0.5 * 10 ** -decimals + 1e-12
-    candidates = (value, value / 100) if percent else (value, value * 100)
-    for number in measured:
-        for target, scale in zip(candidates, (1.0, 0.01) if percent else (1.0, 100.0)):
-            if abs(abs(number) - abs(target)) <= half_step * scale:
-                return True
-    return False
+    # (value the printed number should round to, how the rounding step scales with it)
+    targets = ((value, 1.0), (value / 100, 0.01)) if percent else ((value, 1.0), (value * 100, 100.0))
+    return any(abs(abs(number) - abs(target)) <= half_step * scale
+               for number in measured for target, scale in targets)
 
 
 def unmeasured_claims(records: Iterable[dict[str, Any]]) -> list[str]:
