@@ -91,11 +91,12 @@ class FakeHTTPError(Exception):
 
 
 def fake_kaggle(monkeypatch: pytest.MonkeyPatch, competitions: dict[str, Path], *, status: int | None = None,
-                credentials: bool = True) -> list[str]:
+                credentials: bool = True, truncate: int = 0) -> list[str]:
     """Serve ``competitions[name]``'s files as the competition's zip; returns the download log.
 
     ``status`` makes every download fail with that HTTP status; ``credentials=False`` removes
-    every way the kaggle package could find credentials.
+    every way the kaggle package could find credentials; ``truncate`` drops that many bytes from
+    the end of the zip, as a transfer cut short.
     """
     from kaggle.api.kaggle_api_extended import KaggleApi
 
@@ -117,10 +118,13 @@ def fake_kaggle(monkeypatch: pytest.MonkeyPatch, competitions: dict[str, Path], 
             raise FakeHTTPError(status)
         if competition not in competitions:
             raise FakeHTTPError(404)
-        with zipfile.ZipFile(Path(path) / f"{competition}.zip", "w") as bundle:
+        archive = Path(path) / f"{competition}.zip"
+        with zipfile.ZipFile(archive, "w") as bundle:
             for file in sorted(competitions[competition].rglob("*")):
                 if file.is_file():
                     bundle.write(file, file.relative_to(competitions[competition]).as_posix())
+        if truncate:
+            archive.write_bytes(archive.read_bytes()[:-truncate])
 
     monkeypatch.setattr(KaggleApi, "authenticate", authenticate)
     monkeypatch.setattr(KaggleApi, "competition_download_files", competition_download_files)

@@ -48,15 +48,9 @@ def test_unknown_competition(monkeypatch, tmp_path, source):
 
 
 def test_a_broken_archive_is_deleted_so_the_next_call_fetches_it_again(monkeypatch, tmp_path, source):
-    fake_kaggle(monkeypatch, {"comp": source})
+    fake_kaggle(monkeypatch, {"comp": source}, truncate=100)
     downloads = tmp_path / "downloads"
     downloads.mkdir()
-    from kaggle.api.kaggle_api_extended import KaggleApi
-
-    def truncated(self, competition, path=None, force=False, quiet=True):
-        (downloads / f"{competition}.zip").write_bytes(b"PK\x03\x04 cut")
-
-    monkeypatch.setattr(KaggleApi, "competition_download_files", truncated)
     with pytest.raises(DataError, match="not a valid zip archive.*deleted"):
         kaggle_competition("comp", downloads)
     assert not (downloads / "comp.zip").exists()

@@ -151,17 +151,7 @@ def test_full_recipe_holds_out_validation_records(data, tmp_path, monkeypatch):
 
 
 def test_full_recipe_rejects_a_truncated_download(data, tmp_path, monkeypatch):
-    from kaggle.api.kaggle_api_extended import KaggleApi
-
-    fake_kaggle(monkeypatch, {COMPETITION: competition_files(data, tmp_path / "source")})
-    whole = KaggleApi.competition_download_files
-
-    def truncated(self, competition, path=None, force=False, quiet=True):
-        whole(self, competition, path=path, force=force, quiet=quiet)
-        archive = tmp_path / "downloads" / f"{competition}.zip"
-        archive.write_bytes(archive.read_bytes()[:-5000])
-
-    monkeypatch.setattr(KaggleApi, "competition_download_files", truncated)
+    fake_kaggle(monkeypatch, {COMPETITION: competition_files(data, tmp_path / "source")}, truncate=5000)
     with pytest.raises(DataError, match="not a valid zip"):
         load_function(TASK, "prepare.py:full")(tmp_path / "public", tmp_path / "hidden", 0, tmp_path / "downloads")
     assert not (tmp_path / "hidden" / "answers.csv").exists()
