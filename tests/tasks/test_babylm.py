@@ -11,7 +11,7 @@ import pytest
 
 from pytest_mlab.grading import InvalidSubmission
 from tests.data.fakes import FileServer
-from tests.tasks.test_smoke_tasks import ASSETS, load_function, load_spec, prepare, tree_digest
+from tests.tasks.test_smoke_tasks import ASSETS, grade as grade_task, load_function, load_spec, prepare, tree_digest
 
 TASK = "babylm"
 SOURCES = ["aochildes", "bnc_spoken", "cbt", "children_stories", "gutenberg", "open_subtitles", "qed",
@@ -24,7 +24,7 @@ def mini_data(tmp_path_factory):
 
 
 def grade(workspace: pathlib.Path, hidden: pathlib.Path) -> float:
-    return load_function(TASK, load_spec(TASK)["metric"]["grader"])(workspace, hidden)
+    return grade_task(TASK, workspace, hidden)
 
 
 def save_model(workspace: pathlib.Path, hidden: pathlib.Path, *, vocab_delta: int = 0, positions: int = 128,

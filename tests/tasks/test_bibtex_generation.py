@@ -9,7 +9,7 @@ import pytest
 
 from pytest_mlab.grading import InvalidSubmission
 from tests.tasks.test_literature_review_tool import edited_workspace
-from tests.tasks.test_smoke_tasks import ASSETS, load_function, load_spec, prepare, tree_digest
+from tests.tasks.test_smoke_tasks import ASSETS, grade as grade_task, prepare, tree_digest
 
 TASK = "bibtex-generation"
 SCRIPT = "bibtex_generation.py"
@@ -22,7 +22,7 @@ def hidden(tmp_path_factory):
 
 
 def grade(workspace: pathlib.Path, hidden: pathlib.Path) -> float:
-    return load_function(TASK, load_spec(TASK)["metric"]["grader"])(workspace, hidden)
+    return grade_task(TASK, workspace, hidden)
 
 
 def workspace(tmp_path: pathlib.Path, *replacements: tuple[str, str]) -> pathlib.Path:

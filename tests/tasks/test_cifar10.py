@@ -17,7 +17,7 @@ import pytest
 from pytest_mlab.errors import DataError
 from pytest_mlab.grading import InvalidSubmission
 from tests.data.fakes import FileServer
-from tests.tasks.test_smoke_tasks import load_function, prepare, tree_digest
+from tests.tasks.test_smoke_tasks import grade as grade_task, load_function, prepare, tree_digest
 
 TASK = "cifar10"
 FOLDER = "cifar-10-batches-py"
@@ -69,7 +69,7 @@ def probabilities(answers: pd.DataFrame, correct_fraction: float, seed: int = 0)
 
 
 def grade(workspace, hidden):
-    return load_function(TASK, "grader.py:score")(workspace, hidden)
+    return grade_task(TASK, workspace, hidden)
 
 
 def test_grader_scores_by_id_not_position(data, tmp_path):

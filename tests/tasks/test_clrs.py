@@ -15,7 +15,7 @@ import pytest
 from pytest_mlab.errors import DataError
 from pytest_mlab.grading import InvalidSubmission
 from tests.data.fakes import FileServer
-from tests.tasks.test_smoke_tasks import ASSETS, load_function, prepare, tree_digest
+from tests.tasks.test_smoke_tasks import ASSETS, grade as grade_task, load_function, prepare, tree_digest
 
 TASK = "clrs"
 FEATURES = {"input_pos": 2, "input_A": 3, "input_adj": 3, "output_Pi": 3, "hint_Pi_h": 4, "hint_D": 4,
@@ -70,7 +70,7 @@ def test_mini_is_deterministic_and_seeded(tmp_path):
 
 
 def grade(workspace, hidden):
-    return load_function(TASK, "grader.py:score")(workspace, hidden)
+    return grade_task(TASK, workspace, hidden)
 
 
 def oracle_model(workspace, answers_path, *, wrong_fraction: float = 0.0):

@@ -18,7 +18,7 @@ from PIL import Image
 from pytest_mlab.errors import DataError
 from pytest_mlab.grading import InvalidSubmission
 from tests.data.fakes import FileServer, fake_kaggle
-from tests.tasks.test_smoke_tasks import load_function, prepare, tree_digest
+from tests.tasks.test_smoke_tasks import grade as grade_task, load_function, prepare, tree_digest
 
 TASK = "fathomnet"
 COMPETITION = "fathomnet-out-of-sample-detection"
@@ -80,7 +80,7 @@ def test_average_precision_as_the_competition_computes_it():
 
 
 def grade(workspace, hidden):
-    return load_function(TASK, "grader.py:score")(workspace, hidden)
+    return grade_task(TASK, workspace, hidden)
 
 
 def test_grader_combines_rescaled_auc_and_map(data, tmp_path):

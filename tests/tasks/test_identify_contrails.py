@@ -16,7 +16,7 @@ import pytest
 from pytest_mlab.errors import DataError
 from pytest_mlab.grading import InvalidSubmission
 from tests.data.fakes import fake_kaggle
-from tests.tasks.test_smoke_tasks import load_function, prepare, tree_digest
+from tests.tasks.test_smoke_tasks import grade as grade_task, load_function, prepare, tree_digest
 
 TASK = "identify-contrails"
 BANDS = [f"band_{b:02d}.npy" for b in range(8, 17)]
@@ -78,7 +78,7 @@ def test_rle_is_the_competitions_column_major_encoding():
 
 
 def grade(workspace, hidden):
-    return load_function(TASK, "grader.py:score")(workspace, hidden)
+    return grade_task(TASK, workspace, hidden)
 
 
 def test_grader_computes_global_dice_by_record_id(data, tmp_path):

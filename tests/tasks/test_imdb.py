@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from pytest_mlab.grading import InvalidSubmission
-from tests.tasks.test_smoke_tasks import load_function, load_spec, prepare, tree_digest
+from tests.tasks.test_smoke_tasks import grade as grade_task, load_function, load_spec, prepare, tree_digest
 
 TASK = "imdb"
 
@@ -21,7 +21,7 @@ def mini_data(tmp_path_factory):
 
 
 def grade(workspace: pathlib.Path, hidden: pathlib.Path) -> float:
-    return load_function(TASK, load_spec(TASK)["metric"]["grader"])(workspace, hidden)
+    return grade_task(TASK, workspace, hidden)
 
 
 def write(workspace: pathlib.Path, frame: pd.DataFrame) -> pathlib.Path:

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from pytest_mlab.grading import InvalidSubmission
-from tests.tasks.test_smoke_tasks import ASSETS, load_function, load_spec, prepare, tree_digest
+from tests.tasks.test_smoke_tasks import ASSETS, grade as grade_task, load_function, load_spec, prepare, tree_digest
 
 TASK = "literature-review-tool"
 SCRIPT = "literature_review.py"
@@ -22,7 +22,7 @@ def hidden(tmp_path_factory):
 
 
 def grade(workspace: pathlib.Path, hidden: pathlib.Path) -> float:
-    return load_function(TASK, load_spec(TASK)["metric"]["grader"])(workspace, hidden)
+    return grade_task(TASK, workspace, hidden)
 
 
 def edited_workspace(task: str, script: str, tmp_path: pathlib.Path, *replacements: tuple[str, str]) -> pathlib.Path:

@@ -17,7 +17,7 @@ import pytest
 from pytest_mlab.errors import DataError
 from pytest_mlab.grading import InvalidSubmission
 from tests.data.fakes import FileServer
-from tests.tasks.test_smoke_tasks import load_function, prepare, tree_digest
+from tests.tasks.test_smoke_tasks import grade as grade_task, load_function, prepare, tree_digest
 
 TASK = "ogbn-arxiv"
 RAW = ["edge", "node-feat", "node-label", "node_year", "num-edge-list", "num-node-list"]
@@ -80,7 +80,7 @@ def test_mini_is_deterministic_and_seeded(tmp_path):
 
 
 def grade(workspace, hidden):
-    return load_function(TASK, "grader.py:score")(workspace, hidden)
+    return grade_task(TASK, workspace, hidden)
 
 
 def predictions(answers: pd.DataFrame) -> pd.DataFrame:
