@@ -92,7 +92,7 @@ def execute(plan: RunPlan, nodeid: str, *, console=None) -> RunResult:
 
 def sandbox_options(plan: RunPlan) -> SandboxOptions:
     """The task's limits and run-time requirements, as the sandbox backends take them."""
-    return SandboxOptions(memory=plan.limits.memory, network=plan.task.requires.network,
+    return SandboxOptions(memory=plan.limits.memory, pids=plan.limits.pids, network=plan.task.requires.network,
                           gpu=plan.task.requires.gpu, label=plan.run_id, image=plan.task.sandbox_image,
                           dockerfile=plan.task.sandbox_dockerfile)
 

@@ -17,6 +17,9 @@ class ExecResult:
     timed_out: bool
     duration: float  # seconds
     truncated_bytes: int = 0  # bytes of output dropped by the cap (stdout + stderr)
+    # CPU seconds (user + system) of everything the command started, measured by the harness from
+    # outside the command's processes; None where the backend cannot tell
+    cpu_time: float | None = None
 
 
 def signal_exit_code(code: int) -> int:

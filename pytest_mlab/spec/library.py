@@ -210,6 +210,7 @@ def build_task(raw: RawSpec, library: SpecLibrary, root: Path) -> models.TaskSpe
     metric_data = data["metric"]
     grader = models.FunctionRef.parse(metric_data["grader"])
     _check_function(assets, grader, fail, ("metric", "grader"))
+    measure = _build_measure(assets, metric_data.get("measure"), fail)
     variants = {}
     for variant, variant_data in data["data"].items():
         prepare = models.FunctionRef.parse(variant_data["prepare"])
@@ -239,7 +240,7 @@ def build_task(raw: RawSpec, library: SpecLibrary, root: Path) -> models.TaskSpe
         name=data["name"], description=data["description"].strip(), source=display,
         line=lines.locate((), display)[1] or 1, assets=assets,
         metric=models.Metric(metric_data["name"], metric_data["direction"], grader,
-                             metric_data.get("submission"), metric_data.get("unit", "")),
+                             metric_data.get("submission"), metric_data.get("unit", ""), measure),
         data=variants, starter=starter, tags=tuple(data.get("tags", ())),
         read_only=tuple(data.get("read_only", ())), baseline=baseline_data, baseline_tolerance=float(tolerance),
         success_improvement=float(data.get("success", {}).get("improvement", models.DEFAULT_SUCCESS_IMPROVEMENT)),
@@ -252,15 +253,35 @@ def build_task(raw: RawSpec, library: SpecLibrary, root: Path) -> models.TaskSpe
 def _build_limits(data: dict[str, Any], fail) -> models.Limits:
     values: dict[str, Any] = {}
     for key, parse in (("max_time", parse_duration), ("execute_timeout", parse_duration),
-                       ("output_limit", parse_size), ("memory", parse_size)):
+                       ("output_limit", parse_size), ("memory", parse_size), ("snapshot_bytes", parse_size),
+                       ("snapshot_file_size", parse_size)):
         if key in data:
             try:
                 values[key] = parse(data[key])
             except ValueError as exc:
                 raise fail(("limits", key), str(exc)) from None
-    if "max_steps" in data:
-        values["max_steps"] = data["max_steps"]
+    for key in ("max_steps", "pids", "snapshot_files"):
+        if key in data:
+            values[key] = data[key]
     return models.Limits(**values)
+
+
+def _build_measure(assets: Path, data: dict[str, Any] | None, fail) -> models.Measure | None:
+    if data is None:
+        return None
+    path = ("metric", "measure")
+    if not (assets / data["script"]).is_file():
+        raise fail((*path, "script"), f"'{data['script']}' not found in the assets folder {display_path(assets)}")
+    values: dict[str, Any] = {"script": data["script"], "inputs": tuple(data.get("inputs", ()))}
+    for key, parse in (("timeout", parse_duration), ("output_limit", parse_size)):
+        if key in data:
+            try:
+                values[key] = parse(data[key])
+            except ValueError as exc:
+                raise fail((*path, key), str(exc)) from None
+    if "timing" in data:
+        values["timing_repeats"] = data["timing"]["repeats"]
+    return models.Measure(**values)
 
 
 def _check_function(assets: Path, ref: models.FunctionRef, fail, path: tuple) -> None:

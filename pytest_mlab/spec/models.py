@@ -12,6 +12,13 @@ DEFAULT_EXECUTE_TIMEOUT = 30 * 60.0
 DEFAULT_OUTPUT_LIMIT = 1024 * 1024
 DEFAULT_SUCCESS_IMPROVEMENT = 0.10
 DEFAULT_BASELINE_TOLERANCE = 0.05
+DEFAULT_MEMORY = 4 << 30  # bytes for everything a run's commands start, unless the task says otherwise
+DEFAULT_PIDS = 512  # processes and threads at once: a fork-bomb guard
+DEFAULT_SNAPSHOT_BYTES = 10 << 30  # new bytes one run's snapshots may store
+DEFAULT_SNAPSHOT_FILES = 20_000  # files one snapshot keeps
+DEFAULT_SNAPSHOT_FILE_SIZE = 4 << 30  # largest file a snapshot keeps
+DEFAULT_MEASURE_TIMEOUT = 600.0
+DEFAULT_MEASURE_OUTPUT_LIMIT = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -56,12 +63,24 @@ class DataVariant:
 
 
 @dataclass(frozen=True)
+class Measure:
+    """A step of grading that runs the agent's code: in the run's sandbox, never in the grader."""
+
+    script: str  # file of the task's assets folder
+    inputs: tuple[str, ...] = ()  # files of the hidden data folder the measurement may read
+    timeout: float = DEFAULT_MEASURE_TIMEOUT
+    output_limit: int = DEFAULT_MEASURE_OUTPUT_LIMIT
+    timing_repeats: int | None = None  # None: not timed; else timed from outside, against the starter
+
+
+@dataclass(frozen=True)
 class Metric:
     name: str
     direction: str  # "maximize" | "minimize"
     grader: FunctionRef
     submission: str | None = None
     unit: str = ""
+    measure: Measure | None = None
 
     @property
     def higher_is_better(self) -> bool:
@@ -74,7 +93,11 @@ class Limits:
     max_time: float = DEFAULT_MAX_TIME  # seconds for the whole run
     execute_timeout: float = DEFAULT_EXECUTE_TIMEOUT  # seconds per executed script
     output_limit: int = DEFAULT_OUTPUT_LIMIT  # bytes of script output kept
-    memory: int | None = None  # bytes; enforced by isolating sandboxes
+    memory: int = DEFAULT_MEMORY  # bytes; enforced by isolating sandboxes
+    pids: int = DEFAULT_PIDS
+    snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES
+    snapshot_files: int = DEFAULT_SNAPSHOT_FILES
+    snapshot_file_size: int = DEFAULT_SNAPSHOT_FILE_SIZE
 
 
 @dataclass(frozen=True)

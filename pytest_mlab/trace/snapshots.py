@@ -326,6 +326,22 @@ class SnapshotStore:
         be treated as read-only, since editing one in place would change the stored blob.
         Copies get the recorded exec bit. Symlinks come back as symlinks.
         """
+        self._materialize(snapshot_id, dest, lambda rel: link, symlinks=True)
+
+    def materialize_regular(self, snapshot_id: str, dest: Path | str, *,
+                            link_paths: Collection[str] = ()) -> list[str]:
+        """Recreate a snapshot for grading or measuring: regular files only.
+
+        Symlinks are left out (returned, so callers can say why a file is missing): a grader
+        must never follow a link the agent made. Files under ``link_paths`` (read-only data)
+        are hard links into the store, everything else is a private copy the reader may change.
+        """
+        links = _normalize_link_paths(link_paths)
+        return self._materialize(snapshot_id, dest, lambda rel: _wants_link(rel, links), symlinks=False)
+
+    def _materialize(self, snapshot_id: str, dest: Path | str, link_for, *, symlinks: bool) -> list[str]:
+        """Returns the symlinks left out (none when ``symlinks`` is true)."""
+        skipped: list[str] = []
         manifest = self.manifest(snapshot_id)
         dest = Path(dest)
         if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
@@ -340,9 +356,13 @@ class SnapshotStore:
             target = dest / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             if "symlink" in entry:
-                os.symlink(entry["symlink"], target)
+                if symlinks:
+                    os.symlink(entry["symlink"], target)
+                else:
+                    skipped.append(rel)
             else:
-                self._place_blob(snapshot_id, rel, entry, target, link)
+                self._place_blob(snapshot_id, rel, entry, target, link_for(rel))
+        return skipped
 
     def _place_blob(
         self, snapshot_id: str, rel: str, entry: dict[str, Any], target: Path, link: bool
