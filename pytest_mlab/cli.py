@@ -3,6 +3,10 @@
 ``pytest-mlab prepare TASK [--data VARIANT]`` prepares a task's data into the cache, the one
 step allowed to reach the network; test runs then find it there. The recipe's output (download
 progress) goes to the terminal; an interrupted download resumes when the command is run again.
+
+``pytest-mlab clean`` removes what killed sessions and workers left on this machine: their temp
+folders (workspaces, homes, grading copies), their cgroups (killing what still runs in them) and
+their docker containers. What belongs to a process that is still running is kept.
 """
 
 from __future__ import annotations
@@ -25,8 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     prepare.add_argument("--cache", type=Path, default=None, help=f"cache folder (default: {default_cache_dir()})")
     prepare.add_argument("--root", type=Path, default=Path("."), help="project root (default: the current folder)")
     prepare.add_argument("--tasks-dir", default="specs/tasks", help="Task specs folder, relative to the root")
-    clean = commands.add_parser("clean", help="remove docker containers left by killed pytest-mlab sessions")
-    clean.add_argument("--all", action="store_true", help="also remove the containers of sessions still running")
+    clean = commands.add_parser("clean", help="remove the temp folders, cgroups and docker containers left by "
+                                              "killed pytest-mlab sessions and workers")
+    clean.add_argument("--all", action="store_true", help="also remove the docker containers of sessions still running")
     clean.set_defaults(run=_clean)
     from pytest_mlab.results.commands import add_commands
 
@@ -52,9 +57,21 @@ def _prepare(args: argparse.Namespace) -> int:
 
 
 def _clean(args: argparse.Namespace) -> int:
-    """Containers whose creating process is gone (a killed session or worker); --all: every one."""
-    from pytest_mlab.sandbox.docker import remove_leftovers
+    """Leftovers whose creating process is gone (a killed session or worker); --all: every container.
+    Docker is skipped, with a note saying why, where it is not installed or not running."""
+    from pytest_mlab.sandbox.leftovers import sweep
 
+    swept = sweep()
+    print(swept.describe())
+    for path in [*swept.folders, *swept.groups]:
+        print(f"  {path}")
+    from pytest_mlab.sandbox.docker import connect, remove_leftovers
+
+    try:
+        connect()
+    except MlabError as exc:
+        print(f"docker containers: not checked ({exc})")
+        return 0
     removed = remove_leftovers(everything=args.all)
     print(f"removed {len(removed)} container(s){': ' if removed else ''}{', '.join(removed)}")
     return 0

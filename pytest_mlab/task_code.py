@@ -4,6 +4,11 @@ Task code is trusted but heavy (pandas, torch) and may crash; a separate process
 pytest worker clean and lets us time it out. The result comes back through a JSON file, so the
 function may print freely.
 
+The process starts in a fresh, empty working directory (never the assets folder, which later
+runs import graders from), and everything it starts is contained and ended with it: in a pid
+namespace where bwrap works, else a cgroup, else the process tree
+(:mod:`pytest_mlab.sandbox.containment`).
+
 Usage as a module (internal): ``python -m pytest_mlab.task_code REQUEST.json RESULT.json``.
 """
 
@@ -12,15 +17,19 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import traceback
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_mlab.sandbox.containment import run_contained
+from pytest_mlab.sandbox.owner import owned_prefix
 from pytest_mlab.spec.models import FunctionRef
+
+OUTPUT_KEPT = 20000  # characters of the function's output kept for messages
 
 
 @dataclass(frozen=True)
@@ -38,32 +47,39 @@ def call_task_function(assets: Path, ref: FunctionRef, arguments: dict[str, Any]
     """Call ``assets/ref.file:ref.function(**arguments)``; ``Path`` arguments arrive as ``Path``,
     others as their JSON values. ``stream`` lets what the function prints (download progress)
     go straight to this process's terminal instead of into ``output``."""
-    with tempfile.TemporaryDirectory(prefix="mlab-call-") as scratch:
-        request = Path(scratch) / "request.json"
-        result = Path(scratch) / "result.json"
+    with tempfile.TemporaryDirectory(prefix=owned_prefix("call")) as scratch:
+        request, result, log, cwd = (Path(scratch) / name for name in ("request.json", "result.json", "output", "cwd"))
+        cwd.mkdir()
         request.write_text(json.dumps({"file": str(assets / ref.file), "function": ref.function,
                                        "paths": {key: str(value) for key, value in arguments.items()
                                                  if isinstance(value, Path)},
                                        "values": {key: value for key, value in arguments.items()
                                                   if not isinstance(value, Path)}}))
-        try:
-            completed = subprocess.run([sys.executable, "-m", "pytest_mlab.task_code", str(request), str(result)],
-                                       cwd=assets, capture_output=not stream, text=True, timeout=timeout,
-                                       env=_with_this_package(env), errors="replace")
-        except subprocess.TimeoutExpired:
+        with nullcontext(None) if stream else open(log, "wb") as sink:
+            code = run_contained([sys.executable, "-m", "pytest_mlab.task_code", str(request), str(result)],
+                                 cwd=cwd, env=_with_this_package(env), timeout=timeout, output=sink)
+        if code is None:
             return TaskCallResult(error=f"{ref} did not finish within {timeout:.0f}s")
-        output = ((completed.stdout or "") + (completed.stderr or ""))[-20000:]
+        output = "" if stream else _tail(log)
         if not result.exists():
-            return TaskCallResult(error=f"{ref} exited with code {completed.returncode} before returning:\n{output}",
-                                  output=output)
+            return TaskCallResult(error=f"{ref} exited with code {code} before returning:\n{output}", output=output)
         payload = json.loads(result.read_text())
         return TaskCallResult(value=payload.get("value"), invalid=payload.get("invalid"),
                               error=payload.get("error"), output=output)
 
 
+def _tail(path: Path) -> str:
+    """The last ``OUTPUT_KEPT`` characters of a log, reading no more of it than that needs."""
+    with open(path, "rb") as handle:
+        handle.seek(max(0, os.fstat(handle.fileno()).st_size - 4 * OUTPUT_KEPT))
+        return handle.read().decode("utf-8", "replace")[-OUTPUT_KEPT:]
+
+
 def _with_this_package(env: dict[str, str] | None) -> dict[str, str]:
-    """The child imports the same pytest_mlab as this process, whatever else is installed."""
+    """The child imports the same pytest_mlab as this process, whatever else is installed, and
+    writes no bytecode next to the task's files: the assets folder stays as the task ships it."""
     env = dict(os.environ if env is None else env)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     package_root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
     return env

@@ -5,7 +5,8 @@ path-safety function). Only commands differ: ``exec`` wraps the argv in ``bwrap`
 sees
 
 - the system directories (/usr, /bin, /lib...), a few files of /etc and the Python installation
-  running pytest (its prefixes and user site-packages), all read-only;
+  running pytest (its prefixes and user site-packages), all read-only, even where that
+  installation lives under /tmp (it is bound after the private /tmp is mounted);
 - its workspace, read-write, at the same absolute path as on the host, so tracebacks and
   ``os.getcwd()`` read as they do under the local backend;
 - every data file hard-linked from the data cache bound read-only over itself, so writing,
@@ -16,7 +17,15 @@ Nothing else exists inside: not the user's home, the data cache with its hidden 
 graders, other runs' workspaces or the results folder. All namespaces are unshared (the network
 too, unless the task asks for it), capabilities are dropped, the command runs in a new session,
 and bwrap dies with the harness; ending bwrap ends the sandbox's pid namespace, so nothing the
-command started survives it. Memory and process limits come from :mod:`.cgroups`.
+command started survives it.
+
+Every command also runs in the sandbox's cgroups (:mod:`.cgroups`, where the cgroup file system
+is writable): memory (default 4 GiB) and process (default 512) limits, a kill of everything in
+the group after each command, and the command's CPU time as the cgroup counts it. Where no cgroup
+can be made, memory is limited per process by ``RLIMIT_DATA`` and the process count is not.
+
+``--sandbox=auto`` uses this backend only when :func:`unavailable_reason`'s probe runs the
+harness's own interpreter inside a real sandbox; when it cannot, the reason quotes bwrap's error.
 """
 
 from __future__ import annotations
@@ -29,22 +38,22 @@ import stat
 import subprocess
 import sys
 import tempfile
-import weakref
 from dataclasses import replace
 from pathlib import Path
 from typing import Iterable
 
 from pytest_mlab.errors import SandboxError
 from pytest_mlab.sandbox.base import ExecResult, SandboxOptions, signal_exit_code
-from pytest_mlab.sandbox.cgroups import Limits
 from pytest_mlab.sandbox.environ import clean_environment
 from pytest_mlab.sandbox.host_runtime import ETC_FILES, SYSTEM_DIRS, python_dirs
 from pytest_mlab.sandbox.local import LocalSandbox
+from pytest_mlab.sandbox.owner import owned_prefix
 
 HOME = "/tmp/home"
 _NETWORKETC_FILES = ("resolv.conf",)
+OTHER_SANDBOX = "choose another sandbox with --sandbox=local (no isolation) or --sandbox=docker"
 INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap), "
-                "or choose another sandbox with --sandbox=local (no isolation) or --sandbox=docker")
+                f"or {OTHER_SANDBOX}")
 
 
 def _system_args() -> list[str]:
@@ -71,9 +80,10 @@ def bwrap_command(workspace: Path, *, network: bool, read_only: Iterable[str] = 
     args += _system_args()
     for name in (*ETC_FILES, *(_NETWORKETC_FILES if network else ())):
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    # mounts apply in order: what may live under /tmp (a venv, the workspace) comes after the tmpfs
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", HOME]
     for path in python_dirs():
         args += ["--ro-bind", path, path]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", HOME]
     for device in _gpu_devices() if gpu else ():
         args += ["--dev-bind", device, device]
     args += ["--bind", str(workspace), str(workspace)]
@@ -84,21 +94,42 @@ def bwrap_command(workspace: Path, *, network: bool, read_only: Iterable[str] = 
 
 @functools.lru_cache(maxsize=None)
 def unavailable_reason() -> str | None:
-    """Why bwrap cannot run sandboxes here, or None when it can. Probes once per process."""
+    """Why bwrap cannot run sandboxes here, or None when it can. Probes once per process by
+    running this very interpreter inside a real sandbox, as Execute Script will."""
     if shutil.which("bwrap") is None:
         return f"bubblewrap is not installed (no 'bwrap' on PATH); {INSTALL_HINT}"
-    with tempfile.TemporaryDirectory(prefix="mlab-probe-") as workspace:
+    with tempfile.TemporaryDirectory(prefix=owned_prefix("probe")) as workspace:
         argv = [*bwrap_command(Path(workspace), network=False), sys.executable, "-c", "print('ok')"]
         try:
             proc = subprocess.run(argv, capture_output=True, timeout=60, env=clean_environment())
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"bwrap could not be started: {exc}; {INSTALL_HINT}"
-    if proc.returncode != 0 or proc.stdout.strip() != b"ok":
-        detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no error message"]
-        return (f"bwrap is installed but cannot create a sandbox here (exit code {proc.returncode}: {detail[0]}); "
-                "unprivileged user namespaces may be disabled (e.g. sysctl kernel.unprivileged_userns_clone=1, "
-                "or an AppArmor profile for bwrap on Ubuntu 24.04)")
-    return None
+    if proc.returncode == 0 and proc.stdout.strip() == b"ok":
+        return None
+    return probe_failure(proc.returncode, proc.stderr.decode("utf-8", "replace"))
+
+
+# what bwrap and the kernel say when user namespaces are not allowed (sysctl, AppArmor, seccomp)
+_NAMESPACE_ERRORS = ("namespace", "uid map", "gid map", "setgroups", "RTM_NEWADDR", "loopback")
+
+
+def probe_failure(returncode: int, stderr: str) -> str:
+    """The probe's real cause, in bwrap's own words, and what to do about it: user namespaces are
+    blamed only when the error is about them."""
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    quoted = " | ".join(lines[-3:]) or "no error message"
+    reason = f"bwrap is installed but the probe failed (exit code {returncode}: {quoted})"
+    if any(line.startswith("bwrap: execvp") for line in lines):
+        return (f"{reason}: the Python interpreter running pytest ({sys.executable}) is not found inside the "
+                f"sandbox (bound from its installation: {', '.join(python_dirs()) or 'nothing'}); run pytest with "
+                f"a Python installed elsewhere, or {OTHER_SANDBOX}")
+    if any(marker.lower() in line.lower() for line in lines for marker in _NAMESPACE_ERRORS):
+        return (f"{reason}: unprivileged user namespaces seem to be disabled (e.g. sysctl "
+                "kernel.unprivileged_userns_clone=1, or an AppArmor profile for bwrap on Ubuntu 24.04)")
+    if any(line.startswith("bwrap:") for line in lines):
+        return f"{reason}; {OTHER_SANDBOX}"
+    return (f"{reason}: Python started inside the sandbox but failed; a part of its installation "
+            f"({', '.join(python_dirs())}) may be hidden there")
 
 
 class BwrapSandbox(LocalSandbox):
@@ -110,8 +141,6 @@ class BwrapSandbox(LocalSandbox):
                  options: SandboxOptions | None = None) -> None:
         super().__init__(workspace, base_env=base_env, options=options)
         self._linked: dict[str, tuple[int, int]] = {}  # host path -> (device, inode) of a linked data file
-        self.limits = Limits(self.options.memory, self.options.pids, self.options.label)
-        weakref.finalize(self, self.limits.close)
         python_bin = os.path.dirname(self.python)
         self._path = f"{python_bin}:/usr/local/bin:/usr/bin:/bin"
 
@@ -143,18 +172,10 @@ class BwrapSandbox(LocalSandbox):
         self._check_open()
         if not argv:
             raise SandboxError("exec needs a command to run, got an empty argv")
-        wrapped = [*self.limits.prefix(),
-                   *bwrap_command(self.workspace, network=self.options.network, read_only=self._still_linked(),
-                                 gpu=self.options.gpu),
+        wrapped = [*bwrap_command(self.workspace, network=self.options.network, read_only=self._still_linked(),
+                                  gpu=self.options.gpu),
                    *argv]
-        killed_before = self.limits.oom_kills()
+        # the local backend runs it in the sandbox's cgroups and kills the tree and the groups after
         result = super().exec(wrapped, timeout=timeout, output_limit=output_limit, env=env, stdin=stdin)
-        stderr = result.stderr
-        if self.limits.oom_kills() > killed_before:
-            stderr += f"\n[killed: the sandbox's memory limit ({(self.limits.memory or 0) / (1 << 20):.0f} MiB) was reached]\n"
         code = signal_exit_code(result.returncode) if result.returncode is not None else None
-        return replace(result, returncode=code, stderr=stderr)
-
-    def close(self) -> None:
-        super().close()
-        self.limits.close()
+        return replace(result, returncode=code)

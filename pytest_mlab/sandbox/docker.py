@@ -8,12 +8,14 @@ in or out; the harness only touches it between commands, after everything a comm
 been killed. Hidden answers and graders are never in the workspace, so they never enter the
 container.
 
-Inside, by default: no network (unless the task asks for it), memory, CPU and process limits, a
-read-only root filesystem, all capabilities dropped, no new privileges, a private tmpfs /tmp and
-HOME, and a non-root user. The container's init (docker-init, running ``sleep``) belongs to root,
-so ``kill -9 -1`` run as the sandbox user after each command ends everything the command started
-and nothing else; when even that cannot start (a fork bomb filled the process table), the
-container is killed and started again.
+Inside, by default: no network (unless the task asks for it), a memory limit for the whole
+container (the task's ``limits.memory``, default 4 GiB, no swap, the tmpfs /tmp included), a
+process limit (the task's ``limits.pids``, default 512), 2 CPUs, a read-only root filesystem, all
+capabilities dropped, no new privileges, a private tmpfs /tmp and HOME, and a non-root user.
+The container's init (docker-init, running ``sleep``) belongs to root, so ``kill -9 -1`` run as
+the sandbox user after each command ends everything the command started and nothing else; when
+even that cannot start (a fork bomb filled the process table), the container is killed and
+started again.
 
 Data files hard-linked from the cache stay owned by the harness user while everything else in the
 workspace is handed to the sandbox user, so code in the container cannot write through the links.
@@ -43,13 +45,13 @@ from pytest_mlab.sandbox.docker_image import (DEFAULT_IMAGE, build_task_image, e
                                               host_runtime_binds, uses_host_runtime)
 from pytest_mlab.sandbox.environ import clean_environment
 from pytest_mlab.sandbox.local import LocalSandbox, CappedBuffer
+from pytest_mlab.sandbox.owner import owner_gone, owner_label
+from pytest_mlab.spec.models import DEFAULT_MEMORY, DEFAULT_PIDS
 
 LABEL = "pytest-mlab"  # every container we create has it
 OWNER_LABEL = "pytest-mlab.owner"  # "host:pid:start" of the process that created it
 RUN_LABEL = "pytest-mlab.run"  # the run id
 SANDBOX_UID = 65532  # the "nonroot" user of distroless images; owns nothing on a usual host
-DEFAULT_MEMORY = 4 << 30  # bytes, when the task sets no memory limit
-DEFAULT_PIDS = 512
 DEFAULT_CPUS = 2.0
 HOME = "/tmp/home"
 INSTALL_HINT = ("install docker (Debian/Ubuntu: apt-get install docker.io) and the docker SDK (pip install docker), "
@@ -92,29 +94,6 @@ def unavailable_reason(image: str = DEFAULT_IMAGE) -> str | None:
     return None
 
 
-def _start_ticks(pid: int) -> str:
-    """The process's start time in clock ticks since boot: tells a reused pid from the original."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            data = handle.read()
-        return data[data.rfind(b")") + 2:].split()[19].decode()
-    except (OSError, IndexError):
-        return "?"
-
-
-def owner_label() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{_start_ticks(os.getpid())}"
-
-
-def _owner_gone(owner: str) -> bool:
-    """Whether the process that created a container is gone (only decidable on its own host)."""
-    host, _, rest = owner.partition(":")
-    pid, _, start = rest.partition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    return _start_ticks(int(pid)) != start or start == "?"
-
-
 def remove_leftovers(*, everything: bool = False) -> list[str]:
     """Remove pytest-mlab containers whose creating process is gone (all of them with
     ``everything``); returns the names removed. Containers of running sessions are kept."""
@@ -123,7 +102,7 @@ def remove_leftovers(*, everything: bool = False) -> list[str]:
     removed = []
     # ignore_removed: a container another session removes between listing and inspecting is not an error
     for container in connect().containers.list(all=True, filters={"label": LABEL}, ignore_removed=True):
-        if everything or _owner_gone(container.labels.get(OWNER_LABEL, "")):
+        if everything or owner_gone(container.labels.get(OWNER_LABEL, "")):
             try:
                 container.remove(force=True)
             except NotFound:
@@ -291,6 +270,7 @@ class DockerSandbox(LocalSandbox):
             raise SandboxError("exec needs a command to run, got an empty argv")
         container = self._ensure_container()
         self._hand_over()
+        cpu_before = _cpu_seconds(container)
         started = time.monotonic()
         api = self._client.api
         try:
@@ -315,6 +295,7 @@ class DockerSandbox(LocalSandbox):
             _shutdown(raw, socket.SHUT_RDWR)
             reader.join(_READ_GRACE_S)
             stream.close()
+        cpu_after = _cpu_seconds(container)  # after the kill: what the command left running is counted too
         stderr = buffers[1].text()
         if out_of_memory:
             limit = (self.options.memory or DEFAULT_MEMORY) / (1 << 20)
@@ -322,7 +303,9 @@ class DockerSandbox(LocalSandbox):
         return ExecResult(
             returncode=signal_exit_code(exit_code) if exit_code is not None else None,
             stdout=buffers[0].text(), stderr=stderr, timed_out=exit_code is None,
-            duration=time.monotonic() - started, truncated_bytes=buffers[0].dropped + buffers[1].dropped)
+            duration=time.monotonic() - started, truncated_bytes=buffers[0].dropped + buffers[1].dropped,
+            cpu_time=cpu_after - cpu_before if cpu_before is not None and cpu_after is not None
+            and cpu_after >= cpu_before else None)
 
     # -- lifetime ------------------------------------------------------------------------------
 
@@ -338,6 +321,22 @@ def _has_gpu(client: Any) -> bool:
     """A GPU is passed through only when the host has one and docker has the NVIDIA runtime hook."""
     runtimes = client.info().get("Runtimes", {})
     return Path("/dev/nvidia0").exists() and ("nvidia" in runtimes or any("nvidia" in str(r) for r in runtimes.values()))
+
+
+def _cpu_seconds(container: Any) -> float | None:
+    """CPU seconds (user + system) the container's cgroup has used so far, from the daemon's
+    stats (the cgroup's own counter: every process of the container, reaped or not). Read by the
+    harness, outside the container: nothing running inside can change it (its cgroup file system
+    is read-only there). None when the daemon does not say, or the container was restarted
+    (the counter starts again at 0)."""
+    from docker.errors import DockerException
+
+    try:
+        stats = container.stats(stream=False, one_shot=True)
+        usage = stats["cpu_stats"]["cpu_usage"]["total_usage"]  # nanoseconds
+    except (DockerException, KeyError, TypeError):
+        return None
+    return usage / 1e9 if isinstance(usage, int) and usage > 0 else None
 
 
 def _wait_for_exit(api: Any, exec_id: str, deadline: float) -> int | None:

@@ -1,6 +1,7 @@
 """The parts of the host that sandboxed code needs, read-only: system directories, a short list of
 /etc files and the Python installation running pytest. The bwrap and docker backends bind the same
-set, so a script sees the same interpreter and packages as the harness."""
+set, so a script sees the same interpreter and packages as the harness. Both mount their private /tmp
+first and these over it, so an installation under /tmp (a venv made there) stays visible."""
 
 from __future__ import annotations
 

@@ -2,16 +2,25 @@
 
 This backend is for development and trusted agents. It filters the environment, confines every
 path the harness handles to the workspace and kills what a command leaves running, but the code
-the agent runs still has the harness user's rights on the whole machine. Use the docker or bwrap
-backend for real isolation.
+the agent runs still has the harness user's rights on the whole machine: it can read any file
+the user can, by absolute path, and use the network. Use the docker or bwrap backend for real
+isolation.
 
-Killing a command's processes is best effort on Linux (elsewhere only the process group is
-killed). The command starts in a new session whose id is its pid; when it ends or times out we
-SIGKILL (1) its process group, (2) every process in its session or group, (3) every process seen
-descending from it while it ran (``/proc`` is polled a few times a second, so a child that
-calls ``setsid`` is caught if its parent was alive at one poll), and (4) every process still
-holding the write end of its stdout or stderr pipe. A process that calls ``setsid``, closes or
-redirects its inherited output, and loses its parent between two polls escapes all four.
+Limits: every command runs in the sandbox's cgroups where the cgroup file system is writable
+(:mod:`.cgroups`; root on cgroup v1, or a delegated v2 subtree): memory (default 4 GiB) and
+process count (default 512) for all the sandbox's processes together. Elsewhere memory is limited
+per process by ``RLIMIT_DATA`` and the process count is not limited.
+
+Killing a command's processes: where the sandbox has a cgroup, everything in it is killed after
+each command, whatever it did to detach itself (short of moving itself to another cgroup, which
+code running as root can do here), and the command's CPU time is the cgroup's. Without a cgroup
+it is best effort on Linux (elsewhere only the process group is killed). The command starts in a
+new session whose id is its pid; when it ends or times out we SIGKILL (1) its process group, (2)
+every process in its session or group, (3) every process seen descending from it while it ran
+(``/proc`` is polled a few times a second, so a child that calls ``setsid`` is caught if its
+parent was alive at one poll), and (4) every process still holding the write end of its stdout
+or stderr pipe. A process that calls ``setsid``, closes or redirects its inherited output, and
+loses its parent between two polls escapes all four.
 """
 
 from __future__ import annotations
@@ -29,12 +38,15 @@ import time
 import weakref
 from collections import deque
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import IO, Callable, Iterable, Iterator, NamedTuple
 
 from pytest_mlab.errors import EnvError, SandboxError
 from pytest_mlab.sandbox.base import Entry, ExecResult, Sandbox, SandboxOptions
+from pytest_mlab.sandbox.cgroups import Limits
 from pytest_mlab.sandbox.environ import clean_environment
+from pytest_mlab.sandbox.owner import owned_prefix
 from pytest_mlab.sandbox.paths import normalize_relpath, resolve_in_workspace
 
 _CHUNK = 1 << 16
@@ -355,6 +367,33 @@ def _wait_for_exit(
             os.close(pidfd)
 
 
+def _reap(proc: subprocess.Popen) -> float | None:  # type: ignore[type-arg]
+    """Reap the command and return its CPU seconds (user + system) as the kernel accounts them
+    at reaping: the command's own plus those of every descendant that was waited for, down the
+    tree. Nothing the command runs can change this number; it is read by the harness, outside
+    the command's processes.
+
+    A process that escapes being reaped by the command (a double-forked daemon, reparented to
+    init) is not counted; the sandbox's cgroup, where there is one, counts it (see ``_account``).
+    The local backend is not an isolation boundary anyway. A wrapper can hide the count (see
+    ``LocalSandbox.reaping_counts_cpu``). None where the platform has no ``wait4``.
+    """
+    wait4 = getattr(os, "wait4", None)
+    if wait4 is None:
+        proc.wait()
+        return None
+    while True:
+        try:
+            _pid, status, usage = wait4(proc.pid, 0)
+        except ChildProcessError:  # already reaped (by Popen itself): the exit code is known, the usage is not
+            proc.wait()
+            return None
+        except InterruptedError:
+            continue
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        return usage.ru_utime + usage.ru_stime
+
+
 # ---------------------------------------------------------------------------------------------
 # Filesystem helpers
 
@@ -441,6 +480,16 @@ class LocalSandbox(Sandbox):
 
     name = "local"
     python = sys.executable  # the harness's interpreter: the one with the task's packages
+    #: Whether the kernel's count at reaping the command (``_reap``) covers the CPU time of what
+    #: it ran. True for a plain process tree. A backend that wraps commands must say so itself
+    #: (subclasses default to False, see ``__init_subclass__``): bwrap's pid 1, which reaps the
+    #: command, is never reaped by the process the harness waits for, so its count is lost. Where
+    #: this is False and no cgroup counts, ``cpu_time`` is None and timed grading says so.
+    reaping_counts_cpu = True
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.reaping_counts_cpu = bool(cls.__dict__.get("reaping_counts_cpu", False))
 
     def __init__(
         self,
@@ -452,18 +501,19 @@ class LocalSandbox(Sandbox):
         self.options = options or SandboxOptions()
         self._owns_workspace = workspace is None
         if workspace is None:
-            workspace = Path(tempfile.mkdtemp(prefix="mlab-ws-"))
+            workspace = Path(tempfile.mkdtemp(prefix=owned_prefix("ws")))
         else:
             workspace = Path(workspace)
             if workspace.exists() and not workspace.is_dir():
                 raise SandboxError(f"workspace {workspace} exists and is not a directory")
             workspace.mkdir(parents=True, exist_ok=True)
         self._root = workspace.resolve()
-        self._home = Path(tempfile.mkdtemp(prefix="mlab-home-")).resolve()
+        self._home = Path(tempfile.mkdtemp(prefix=owned_prefix("home"))).resolve()
         self._tmp = self._home / "tmp"
         self._tmp.mkdir()
         self._base_env = dict(base_env or {})
         self._leftovers: dict[int, int] = {}
+        self._limits: Limits | None = None  # made by the first command (docker never needs them)
         self._closed = False
         # Also runs if the sandbox is garbage-collected or the interpreter exits unclosed, so
         # temp dirs and stray processes do not outlive a caller that forgot ``close``.
@@ -476,6 +526,14 @@ class LocalSandbox(Sandbox):
     @property
     def workspace(self) -> Path:
         return self._root
+
+    @property
+    def limits(self) -> Limits:
+        """The cgroups (or rlimits) every command of this sandbox runs under, made on first use."""
+        if self._limits is None:
+            self._limits = Limits.for_sandbox(self.options)
+            weakref.finalize(self, self._limits.close)
+        return self._limits
 
     @property
     def home(self) -> Path:
@@ -647,12 +705,17 @@ class LocalSandbox(Sandbox):
         self._check_open()
         if not argv:
             raise SandboxError("exec needs a command to run, got an empty argv")
+        environment = self._environment(env)
+        if not self._runnable(argv[0], environment):
+            raise SandboxError(f"could not start {argv[0]!r} in the {self.name} sandbox: no such program")
+        limits = self.limits
+        cpu_before, oom_before = limits.cpu_seconds(), limits.oom_kills()
         started = time.monotonic()
         try:
             proc = subprocess.Popen(
-                list(argv),
+                [*limits.prefix(), *argv],
                 cwd=self._root,
-                env=self._environment(env),
+                env=environment,
                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -661,7 +724,31 @@ class LocalSandbox(Sandbox):
             )
         except OSError as exc:
             raise SandboxError(f"could not start {argv[0]!r} in the local sandbox: {exc}") from exc
-        return self._supervise(proc, started, timeout, output_limit, stdin)
+        result = self._supervise(proc, started, timeout, output_limit, stdin)
+        return self._account(result, cpu_before, oom_before)
+
+    def _runnable(self, program: str, environment: dict[str, str]) -> bool:
+        """Whether ``program`` names an executable, as the command's ``exec`` will look it up
+        (the limits prefix would otherwise turn a missing program into a shell error)."""
+        if "/" in program:
+            return os.access(self._root / program, os.X_OK)
+        return shutil.which(program, path=environment.get("PATH", os.defpath)) is not None
+
+    def _account(self, result: ExecResult, cpu_before: float | None, oom_before: int) -> ExecResult:
+        """Kill whatever escaped the process tree but not the cgroup, then report from the cgroup:
+        its CPU time (which counts escaped and unreaped processes too) and memory-limit kills."""
+        limits = self.limits
+        limits.kill()
+        cpu_after = limits.cpu_seconds()
+        if cpu_before is not None and cpu_after is not None:
+            # the larger of the two: the cgroup also counts escaped processes, rusage also counts a
+            # process that moved itself out of the cgroup (possible for root) but was reaped
+            counted = max(0.0, cpu_after - cpu_before)
+            result = replace(result, cpu_time=max(counted, result.cpu_time or 0.0))
+        if limits.oom_kills() > oom_before:
+            notice = f"[killed: the sandbox's memory limit ({(limits.memory or 0) / (1 << 20):.0f} MiB) was reached]"
+            result = replace(result, stderr=f"{result.stderr}\n{notice}\n")
+        return result
 
     def _supervise(
         self,
@@ -680,11 +767,14 @@ class LocalSandbox(Sandbox):
         readers = [_start_thread(_drain, pipe.fileno(), buf, stop) for pipe, buf in zip(pipes, buffers)]
         feeder = _start_thread(_feed_stdin, proc.stdin, stdin) if stdin is not None else None
         exited = False
+        cpu_time: float | None = None
         try:
             exited = _wait_for_exit(proc, started + max(0.0, timeout), tree.track)
         finally:
             tree.kill()
-            proc.wait()
+            cpu_time = _reap(proc)
+            if not self.reaping_counts_cpu:
+                cpu_time = None
             self._release_pipes(tree, pipes, readers, stop)
             if feeder is not None:
                 feeder.join(_READ_GRACE_S)
@@ -696,6 +786,7 @@ class LocalSandbox(Sandbox):
             timed_out=not exited,
             duration=time.monotonic() - started,
             truncated_bytes=buffers[0].dropped + buffers[1].dropped,
+            cpu_time=cpu_time,
         )
 
     @staticmethod
@@ -720,4 +811,6 @@ class LocalSandbox(Sandbox):
         if self._closed:
             return
         self._closed = True
+        if self._limits is not None:
+            self._limits.close()
         self._release()

@@ -1,4 +1,10 @@
-"""Sandbox backends by name, as ``--sandbox=NAME`` selects them, and whether each can run here."""
+"""Sandbox backends by name, as ``--sandbox=NAME`` selects them, and whether each can run here.
+
+``auto`` takes the first backend of :data:`AUTO_ORDER` whose probe works, else the local backend,
+which isolates nothing; that fall-back is announced at the top of the session
+(:func:`fallback_notice`), in the terminal summary (:func:`isolation_warning`) and in results.json
+(:func:`isolation_record`), each naming the probe's real cause.
+"""
 
 from __future__ import annotations
 
@@ -93,12 +99,43 @@ def open_sandbox(kind: str, **kwargs: Any) -> Sandbox:
     return _backend(resolve_kind(kind)).factory(**kwargs)
 
 
+def _fallback_reasons() -> str:
+    """Why each backend ``auto`` tries could not run, in the backends' own words."""
+    return "; ".join(f"{name}: {sandbox_unavailable(name)}" for name in AUTO_ORDER)
+
+
 def isolation_warning(kind: str, used: Iterable[str]) -> str | None:
     """The one line the terminal summary shows when runs executed agents' code unconfined."""
     if "local" not in set(used):
         return None
     if kind == AUTO:
-        reasons = "; ".join(f"{name}: {sandbox_unavailable(name)}" for name in AUTO_ORDER)
         return (f"WARNING: code run by agents was NOT isolated: --sandbox=auto fell back to the local sandbox "
-                f"({reasons})")
+                f"({_fallback_reasons()})")
     return "note: --sandbox=local: code run by agents was not isolated; it ran with your user's rights"
+
+
+def fallback_notice(kind: str) -> str | None:
+    """The notice the top of a session shows when ``auto`` will run agents' code unconfined:
+    ``auto`` never picks a weaker sandbox without saying so before the first run."""
+    if kind != AUTO or resolve_kind(kind) != "local":
+        return None
+    return (f"WARNING: --sandbox=auto found no isolating sandbox, so code run by agents will NOT be isolated: "
+            f"it runs with your user's rights, sees your files and your network. Why: {_fallback_reasons()}. "
+            "Fix that, or pass --sandbox=local to run unconfined on purpose.")
+
+
+def isolation_record(kind: str, used: Iterable[str] = ()) -> dict[str, str]:
+    """What results.json keeps about the session's isolation: the backend ``kind`` resolved to,
+    and a note saying whether agents' code was confined and, if not, why. ``used``: the backend
+    each run really used (a worker whose own probe failed may have fallen back alone)."""
+    resolved = resolve_kind(kind)
+    unconfined = sum(1 for name in used if name == "local")
+    if resolved != "local" and not unconfined:
+        note = f"isolated ({resolved})"
+    elif kind != AUTO:
+        note = "not isolated: --sandbox=local was chosen"
+    elif resolved == "local":
+        note = f"NOT isolated: --sandbox=auto fell back to the local sandbox ({_fallback_reasons()})"
+    else:
+        note = f"NOT isolated: {unconfined} run(s) fell back to the local sandbox on a worker where {resolved} failed"
+    return {"sandbox_resolved": resolved, "isolation": note}

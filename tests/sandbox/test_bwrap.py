@@ -15,7 +15,8 @@ import pytest
 from pytest_mlab.env import Environment, ReadOnlyRules
 from pytest_mlab.sandbox import SandboxOptions, open_sandbox
 from pytest_mlab.sandbox import bwrap, host_runtime
-from pytest_mlab.sandbox.registry import isolation_warning, resolve_kind, sandbox_unavailable
+from pytest_mlab.sandbox.registry import (fallback_notice, isolation_record, isolation_warning, resolve_kind,
+                                          sandbox_unavailable)
 from pytest_mlab.spec.models import Limits
 from pytest_mlab.trace import SnapshotStore, TraceWriter
 from tests.env.support import repo_project
@@ -233,16 +234,27 @@ def test_auto_picks_bwrap_when_it_works():
 def test_default_run_is_isolated_and_says_nothing(pytester, toy_project, mlab_cache):
     result = run_specs(pytester, "--agent=reference", cache_dir=mlab_cache, subprocess=True)
     result.assert_outcomes(passed=1)
-    assert [run["sandbox"] for run in read_results(toy_project)["runs"]] == ["bwrap"]
+    results = read_results(toy_project)
+    assert [run["sandbox"] for run in results["runs"]] == ["bwrap"]
+    assert (results["settings"]["sandbox_resolved"], results["settings"]["isolation"]) == ("bwrap", "isolated (bwrap)")
     assert "not isolated" not in output_of(result).lower()
 
 
 @pytest.mark.slow
-def test_without_bwrap_auto_runs_locally_with_one_warning(pytester, toy_project, mlab_cache, no_bwrap):
-    result = run_specs(pytester, "--agent=reference", cache_dir=mlab_cache, subprocess=True)
+def test_without_bwrap_auto_runs_locally_saying_so_first_last_and_in_the_results(pytester, toy_project, mlab_cache,
+                                                                                no_bwrap):
+    result = run_specs(pytester, "--agent=reference", "-q", cache_dir=mlab_cache, subprocess=True)
     result.assert_outcomes(passed=1)
-    assert [run["sandbox"] for run in read_results(toy_project)["runs"]] == ["local"]
-    assert output_of(result).count("code run by agents was NOT isolated") == 1
+    results = read_results(toy_project)
+    assert [run["sandbox"] for run in results["runs"]] == ["local"]
+    text = output_of(result)
+    assert text.count("code run by agents was NOT isolated") == 1  # the summary's last word
+    notice = "WARNING: --sandbox=auto found no isolating sandbox, so code run by agents will NOT be isolated"
+    assert text.count(notice) == 1 and "bubblewrap is not installed" in text
+    assert text.index(notice) < text.index("pytest-mlab results")  # before any run, even with -q
+    assert results["settings"]["sandbox"] == "auto" and results["settings"]["sandbox_resolved"] == "local"
+    assert results["settings"]["isolation"].startswith("NOT isolated: --sandbox=auto fell back to the local sandbox "
+                                                       "(bwrap: bubblewrap is not installed")
 
 
 @pytest.mark.slow
@@ -253,3 +265,66 @@ def test_sandbox_bwrap_without_bwrap_is_a_usage_error(pytester, toy_project, mla
     assert "--sandbox=bwrap: the bwrap sandbox cannot run here: bubblewrap is not installed" in text
     assert "apt-get install bubblewrap" in text and "Traceback" not in text
     assert not (toy_project / "mlab-results" / "results.json").exists()
+
+
+# --- the probe and what auto says -----------------------------------------------------------------
+
+
+def test_the_python_installation_is_bound_after_the_private_tmp(monkeypatch, tmp_path):
+    """Mounts apply in order: a runtime bound before the tmpfs /tmp would be hidden by it."""
+    runtime = str(tmp_path / "venv")
+    monkeypatch.setattr(bwrap, "python_dirs", lambda: (runtime,))
+    args = bwrap.bwrap_command(tmp_path / "ws", network=False)
+    tmpfs = args.index("--tmpfs")
+    assert args[tmpfs + 1] == "/tmp"
+    assert args.index(runtime) > tmpfs and args.index(str(tmp_path / "ws")) > tmpfs
+
+
+@needs_bwrap
+def test_a_hidden_interpreter_fails_the_probe_with_its_real_cause(monkeypatch):
+    monkeypatch.setattr(bwrap, "python_dirs", lambda: ())  # as if the installation were not bound
+    bwrap.unavailable_reason.cache_clear()
+    try:
+        reason = bwrap.unavailable_reason()
+    finally:
+        bwrap.unavailable_reason.cache_clear()
+    assert reason is not None and "bwrap: execvp" in reason, reason
+    assert "is not found inside the sandbox" in reason and "namespaces" not in reason
+
+
+def test_probe_failures_blame_user_namespaces_only_when_bwrap_does():
+    namespaces = bwrap.probe_failure(1, "bwrap: No permissions to creating new namespace, likely because the kernel "
+                                        "does not allow non-privileged user namespaces.\n")
+    assert "No permissions to creating new namespace" in namespaces and "user namespaces seem to be disabled" in namespaces
+    apparmor = bwrap.probe_failure(1, "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted\n")
+    assert "RTM_NEWADDR" in apparmor and "user namespaces" in apparmor
+    python = bwrap.probe_failure(1, "Fatal Python error: init_fs_encoding: failed to get the Python codec\n"
+                                    "ModuleNotFoundError: No module named 'encodings'\n")
+    assert "No module named 'encodings'" in python and "Python started inside the sandbox but failed" in python
+    assert "namespace" not in python
+    other = bwrap.probe_failure(1, "bwrap: Can't mount proc on /newroot/proc: Operation not permitted\n")
+    assert "Can't mount proc" in other and "namespaces" not in other
+
+
+def test_an_auto_fallback_is_announced_and_recorded(no_bwrap):
+    notice = fallback_notice("auto")
+    assert notice.startswith("WARNING: --sandbox=auto found no isolating sandbox, so code run by agents will NOT "
+                             "be isolated") and "bubblewrap is not installed" in notice and "--sandbox=local" in notice
+    record = isolation_record("auto")
+    assert record["sandbox_resolved"] == "local" and record["isolation"].startswith("NOT isolated")
+    assert fallback_notice("local") is None  # chosen on purpose: the summary's note is enough
+    assert isolation_record("local") == {"sandbox_resolved": "local", "isolation": "not isolated: --sandbox=local was chosen"}
+
+
+@needs_bwrap
+def test_auto_with_bwrap_says_nothing_and_records_isolation():
+    assert fallback_notice("auto") is None
+    assert isolation_record("auto") == {"sandbox_resolved": "bwrap", "isolation": "isolated (bwrap)"}
+
+
+@needs_bwrap
+def test_a_run_that_fell_back_alone_is_recorded_as_not_isolated():
+    """A worker whose own probe failed ran its items locally: the session was not isolated."""
+    record = isolation_record("auto", ["bwrap", "local", "bwrap"])
+    assert record == {"sandbox_resolved": "bwrap",
+                      "isolation": "NOT isolated: 1 run(s) fell back to the local sandbox on a worker where bwrap failed"}

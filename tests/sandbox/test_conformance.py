@@ -1,6 +1,6 @@
 """One suite for every sandbox backend: each primitive action, driven through the Environment and
 the repository's Action specs, must give the observation the local backend gives for the same
-input, including every error case. Adding a backend is one entry in ``BACKENDS``."""
+input, including every error case. Adding a backend is one entry in ``tests.sandbox.backends.BACKENDS``."""
 
 from __future__ import annotations
 
@@ -11,22 +11,13 @@ import pytest
 
 from pytest_mlab.env import Environment, ReadOnlyRules
 from pytest_mlab.sandbox import SandboxOptions, open_sandbox
-from pytest_mlab.sandbox.registry import sandbox_unavailable
 from pytest_mlab.spec.models import Limits
 from pytest_mlab.trace import SnapshotStore, TraceWriter
 from tests.env.support import ALL_ACTIONS, repo_project
+from tests.sandbox.backends import kind  # noqa: F401  (the fixture: every backend that can run here)
 
-BACKENDS = ["local", "bwrap", "docker"]
 REFERENCE = "local"
 DATA = "id,value\n1,10\n2,20\n"
-
-
-@pytest.fixture(params=BACKENDS)
-def kind(request) -> str:
-    reason = sandbox_unavailable(request.param)
-    if reason is not None:
-        pytest.skip(f"the {request.param} sandbox cannot run here: {reason}")
-    return request.param
 
 
 class Runner:

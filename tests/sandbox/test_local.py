@@ -348,7 +348,7 @@ def test_copy_out_file_and_tree_without_leaking_outside(sb: LocalSandbox, tmp_pa
 
 def test_exec_captures_output_and_returncode(sb: LocalSandbox) -> None:
     result = run(sb, "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)")
-    assert result == ExecResult(3, "out\n", "err\n", False, result.duration, 0)
+    assert result == ExecResult(3, "out\n", "err\n", False, result.duration, 0, result.cpu_time)
     assert 0 < result.duration < 20
 
 
