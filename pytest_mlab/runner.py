@@ -18,6 +18,7 @@ from pytest_mlab.env import environment as ends
 from pytest_mlab.env.deadline import RunTimedOut, deadline
 from pytest_mlab.grading.claims import unmeasured_claims
 from pytest_mlab.grading.grader import grade_snapshot
+from pytest_mlab.grading.measure import starter_files, task_sandbox_options
 from pytest_mlab.grading.verdict import judge
 from pytest_mlab.llm import LLMError, TokenLimitExceeded
 from pytest_mlab.llm.session import human_helper, open_session
@@ -28,8 +29,10 @@ from pytest_mlab.spec.plan import RunPlan
 from pytest_mlab.trace import SnapshotStore, TraceWriter, read_trace
 
 
-def execute(plan: RunPlan, nodeid: str, *, console=None) -> RunResult:
-    """``console``: the terminal for the ``human`` LLM and Request Help (None: sys.stdin/stdout)."""
+def execute(plan: RunPlan, nodeid: str, *, console=None, session: str | None = None) -> RunResult:
+    """``console``: the terminal for the ``human`` LLM and Request Help (None: sys.stdin/stdout).
+    ``session``: the pytest session's id, written in the trace so that its controller finds this
+    run's result on disk even when the report carrying it is lost (Ctrl-C, a dead worker)."""
     started = time.monotonic()
     data = prepare_data(plan.task, plan.variant, plan.cache_dir)
     run_dir = plan.run_dir
@@ -39,10 +42,10 @@ def execute(plan: RunPlan, nodeid: str, *, console=None) -> RunResult:
     data_files = data.public_files()
     read_only = ReadOnlyRules(frozenset(data_files), plan.task.read_only)
     with TraceWriter(trace_path) as trace, open_sandbox(plan.sandbox, options=sandbox_options(plan)) as sandbox:
-        trace.write({"type": "run", "run_id": plan.run_id, "nodeid": nodeid, "task": plan.task.name,
-                     "agent": plan.agent.name, "llm": plan.llm, "seed": plan.seed, "variant": plan.variant,
-                     "sandbox": sandbox.name, "limits": vars(plan.limits), "actions": [a.name for a in plan.actions],
-                     "data_files": data_files})
+        trace.write({"type": "run", "session": session, "run_id": plan.run_id, "nodeid": nodeid,
+                     "task": plan.task.name, "agent": plan.agent.name, "llm": plan.llm, "seed": plan.seed,
+                     "variant": plan.variant, "sandbox": sandbox.name, "limits": vars(plan.limits),
+                     "actions": [a.name for a in plan.actions], "data_files": data_files})
         _populate(sandbox, plan, data.public, data_files)
         snapshots = SnapshotStore(run_dir / "snapshots")
         llm = open_session(plan, trace, console=console) if plan.llms else None
@@ -51,7 +54,7 @@ def execute(plan: RunPlan, nodeid: str, *, console=None) -> RunResult:
                           llm=llm, human=human_helper(llm))
         if llm is not None:
             llm.current_step = lambda: env.steps + 1
-        interrupted, detail = False, None
+        interrupted, infrastructure, detail = False, False, None
         try:
             with deadline(plan.limits.max_time):
                 load_agent(plan).run(env)
@@ -62,7 +65,7 @@ def execute(plan: RunPlan, nodeid: str, *, console=None) -> RunResult:
         except TokenLimitExceeded as exc:
             env.end(ends.TOKEN_LIMIT, str(exc))
         except LLMError as exc:  # the provider failed for good: a crash, explained without a traceback
-            detail = f"LLMError: {exc}"
+            infrastructure, detail = True, f"LLMError: {exc}"
             env.end(ends.CRASHED, detail)
         except KeyboardInterrupt:
             interrupted = True
@@ -71,7 +74,7 @@ def execute(plan: RunPlan, nodeid: str, *, console=None) -> RunResult:
             detail = "".join(traceback.format_exception(exc))[-4000:]
             env.end(ends.CRASHED, detail)
         final = env.final_snapshot()
-        grade = grade_snapshot(plan.task, snapshots, final, data.hidden)
+        grade = grade_snapshot(plan.task, snapshots, final, data, sandbox=sandbox.name, options=sandbox_options(plan))
         claims = unmeasured_claims(read_trace(trace_path))
         verdict = judge(plan.task, plan.baseline, grade, env.end_reason, plan.agent.expect, detail, claims)
         result = RunResult(
@@ -83,8 +86,8 @@ def execute(plan: RunPlan, nodeid: str, *, console=None) -> RunResult:
             failure=verdict.failure, message=verdict.message, steps=env.steps,
             wall_time=round(time.monotonic() - started, 3), run_dir=str(run_dir), trace=str(trace_path),
             tokens=llm.total_tokens if llm else 0, cost=llm.total_cost if llm else 0.0,
-            unmeasured_claims=claims)
-        trace.write({"type": "result", "snapshot": final, **result.to_dict()})
+            unmeasured_claims=claims, infrastructure=infrastructure)
+        trace.write({"type": "result", "session": session, "snapshot": final, **result.to_dict()})
     if interrupted:
         raise KeyboardInterrupt
     return result
@@ -92,17 +95,13 @@ def execute(plan: RunPlan, nodeid: str, *, console=None) -> RunResult:
 
 def sandbox_options(plan: RunPlan) -> SandboxOptions:
     """The task's limits and run-time requirements, as the sandbox backends take them."""
-    return SandboxOptions(memory=plan.limits.memory, pids=plan.limits.pids, network=plan.task.requires.network,
-                          gpu=plan.task.requires.gpu, label=plan.run_id, image=plan.task.sandbox_image,
-                          dockerfile=plan.task.sandbox_dockerfile)
+    return task_sandbox_options(plan.task, plan.limits, plan.run_id)
 
 
 def _populate(sandbox, plan: RunPlan, public: Path, data_files: list[str]) -> None:
     """Starter files are copied (the agent edits them); data files are linked (read-only, maybe large)."""
-    env_dir = plan.task.env_dir
-    if env_dir.is_dir():
-        for path in sorted(p for p in env_dir.rglob("*") if p.is_file()):
-            sandbox.copy_in(path, path.relative_to(env_dir).as_posix())
+    for path, relative in starter_files(plan.task):
+        sandbox.copy_in(path, relative)
     for relative in data_files:
         sandbox.copy_in(public / relative, relative, link=True)
 
@@ -114,4 +113,5 @@ def crashed_result(plan: RunPlan, nodeid: str, message: str) -> RunResult:
         seed=plan.seed, variant=plan.variant, sandbox=resolve_kind(plan.sandbox), metric=plan.task.metric.name,
         direction=plan.task.metric.direction, expect=plan.agent.expect, passed=False, score=None,
         baseline=plan.baseline, improvement=None, success=False, valid=False, invalid_reason=None,
-        end_reason=ends.CRASHED, failure=ends.CRASHED, message=message, steps=0, wall_time=0.0)
+        end_reason=ends.CRASHED, failure=ends.CRASHED, message=message, steps=0, wall_time=0.0,
+        infrastructure=True)

@@ -1,13 +1,25 @@
-"""Run a task's grader in its own process on a snapshot, with the hidden answers."""
+"""Run a task's grader in its own process on a snapshot, with the hidden answers.
+
+The grader sees regular files only: the snapshot is recreated without its symbolic links (a
+link the agent made is never followed on the host, so no hidden or private file reaches the
+grader, its messages or the results through one), with the read-only data linked, not copied.
+A task whose grader needs the agent's code run first has a measure step
+(:mod:`pytest_mlab.grading.measure`), which runs that code in a sandbox of the run's kind; the
+grader then gets the plain data it produced as a third argument, ``measured``.
+"""
 
 from __future__ import annotations
 
 import math
 import tempfile
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from pytest_mlab.data.cache import PreparedData
+from pytest_mlab.grading.measure import measure
+from pytest_mlab.sandbox.base import SandboxOptions
 from pytest_mlab.sandbox.environ import clean_environment
+from pytest_mlab.sandbox.owner import owned_prefix
 from pytest_mlab.spec.models import TaskSpec
 from pytest_mlab.task_code import call_task_function
 from pytest_mlab.trace import SnapshotStore
@@ -25,16 +37,26 @@ class Grade:
         return self.invalid_reason is None
 
 
-def grade_snapshot(task: TaskSpec, store: SnapshotStore, snapshot_id: str, answers: Path) -> Grade:
-    """Materialise the snapshot outside any workspace and score it; grader failures are invalid submissions."""
-    with tempfile.TemporaryDirectory(prefix="mlab-grade-") as scratch:
+def grade_snapshot(task: TaskSpec, store: SnapshotStore, snapshot_id: str, data: PreparedData, *, sandbox: str,
+                   options: SandboxOptions) -> Grade:
+    """Materialise the snapshot outside any workspace, run the task's measure step if it has one
+    (in a ``sandbox`` of that kind, with ``options``), and score it; grader failures are invalid
+    submissions."""
+    with tempfile.TemporaryDirectory(prefix=owned_prefix("grade")) as scratch:
         workspace = Path(scratch) / "workspace"
-        store.materialize(snapshot_id, workspace, link=False)
+        links = store.materialize_regular(snapshot_id, workspace, link_paths=data.public_files())
         submission = task.metric.submission
-        if submission and not (workspace / submission).exists():
-            return Grade(None, f"{submission} was not written; the task asks for it in the workspace")
-        result = call_task_function(task.assets, task.metric.grader, {"workspace": workspace, "answers": answers},
-                                    timeout=GRADER_TIMEOUT, env=clean_environment())
+        if submission:
+            linked = _through_link(submission, links)
+            if linked is not None:
+                return Grade(None, linked)
+            if not (workspace / submission).exists():  # a file, or a folder (a saved model)
+                return Grade(None, f"{submission} was not written; the task asks for it in the workspace")
+        arguments = {"workspace": workspace, "answers": data.hidden}
+        if task.metric.measure is not None:
+            arguments["measured"] = measure(task, store, snapshot_id, data, sandbox, options, Path(scratch))
+        result = call_task_function(task.assets, task.metric.grader, arguments, timeout=GRADER_TIMEOUT,
+                                    env=clean_environment())
     if result.invalid is not None:
         return Grade(None, result.invalid)
     if result.error is not None:
@@ -43,3 +65,17 @@ def grade_snapshot(task: TaskSpec, store: SnapshotStore, snapshot_id: str, answe
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return Grade(None, f"the grader returned {value!r}, not a finite number")
     return Grade(float(value))
+
+
+def _through_link(submission: str, links: list[str]) -> str | None:
+    """The rejection when the submission is, or lies under, a symbolic link of the snapshot. It
+    names only paths: nothing behind the link is read, let alone quoted."""
+    path = PurePosixPath(submission)
+    for link in links:
+        if PurePosixPath(link) == path:
+            return (f"{submission} is a symbolic link; graders read regular files only, so it was not graded "
+                    f"(write the submission itself, not a link to it)")
+        if PurePosixPath(link) in path.parents:
+            return (f"{submission} lies under {link}, a symbolic link; graders read regular files only, so it "
+                    f"was not graded (write the submission itself, not a link to it)")
+    return None

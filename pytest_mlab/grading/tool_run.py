@@ -1,36 +1,44 @@
-"""Run an agent-written command-line tool for grading, away from its workspace.
+"""The LLM-tool tasks (literature review, BibTeX generation): their fixtures, and what their graders
+read of the tool's runs.
 
-The LLM-tool tasks (literature review, BibTeX generation) grade a program, not a file of
-predictions. Their graders copy the workspace's regular files into a scratch folder, put the
-task's own helper modules (LLM.py, papers.py) over any copies the agent changed, and run
-``python SCRIPT ARGS`` there with a scripted LLM and a local paper index (named by environment
-variables the helpers read), a timeout, no API keys, and the whole process group killed at
-the end. The helpers log every LLM call and search into a folder the tool is not told about.
+These tasks grade a program, not a file of predictions. The program never runs in the grader:
+the tasks' measure step (task_assets/literature-review-tool/measure.py, shared by both) runs it
+once per case inside the run's sandbox, on a copy of the workspace with the task's own helper
+modules (LLM.py, papers.py) over the agent's copies, a scripted LLM and a local paper index, a
+per-case timeout, and everything it started killed after each case. It brings back, per case,
+the tool's output files, the helpers' logs of LLM calls and searches, and ``run.json``. Those
+logs are written by code in the same sandbox as the tool: a tool can forge them (the checks
+built on them test the tool's own behaviour, which it controls anyway).
+
+The hidden folder holds the expectations (``cases.json``, for the grader only) apart from what
+the tool may see (``tool_cases.json``: the arguments and input files of each case; the LLM script;
+the paper index; the helpers), which are the measure step's inputs.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_mlab.sandbox.environ import clean_environment
+from pytest_mlab.errors import InvalidSubmission
+from pytest_mlab.grading.measured import executions
 
-OUTPUT_LIMIT = 20_000
+OUTPUT_SHOWN = 800  # characters of a failed tool's output shown in the grader's report
+TOOL_CASES = "tool_cases.json"
+HELPERS = ("LLM.py", "papers.py")
+#: The hidden files the measure step reads (``metric.measure.inputs`` of both tasks).
+INPUTS = (TOOL_CASES, "llm_script.yaml", "papers.json", *HELPERS)
 
 
 @dataclass(frozen=True)
 class ToolRun:
-    """What running the tool did."""
+    """What running the tool on one case did, as the measure step recorded it."""
 
-    folder: Path          # where the tool ran: its output files are here
+    folder: Path          # the case's output files and logs
     returncode: int | None  # None: killed at the timeout
-    output: str           # stdout and stderr, the last OUTPUT_LIMIT characters
+    output: str           # the end of the tool's stdout and stderr
     llm_prompts: list[str]
     queries: list[str]
 
@@ -39,45 +47,41 @@ class ToolRun:
         return self.returncode == 0
 
 
-def run_tool(workspace: Path, scratch: Path, command: list[str], *, helpers: list[Path], llm_script: Path,
-             papers: Path, timeout: float, inputs: dict[str, str] | None = None) -> ToolRun:
-    """Run ``python *command`` on a copy of ``workspace`` in ``scratch/tool``; ``inputs`` are
-    files (name -> text) written there first."""
-    folder, logs = scratch / "tool", scratch / "logs"
-    shutil.copytree(workspace, folder, symlinks=True, ignore=_not_regular)
-    logs.mkdir()
-    for helper in helpers:
-        shutil.copyfile(helper, folder / helper.name)  # follows links: the task's real helper
-    for name, text in (inputs or {}).items():
-        (folder / name).write_text(text, encoding="utf-8")
-    env = clean_environment({"MLAB_TOOL_LLM_SCRIPT": str(llm_script), "MLAB_TOOL_PAPERS": str(papers),
-                             "MLAB_TOOL_LLM_LOG": str(logs / "llm.log"),
-                             "MLAB_TOOL_PAPERS_LOG": str(logs / "papers.jsonl"), "HOME": str(scratch)})
-    process = subprocess.Popen([sys.executable, *command], cwd=folder, env=env, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        output, _ = process.communicate(timeout=timeout)
-        returncode: int | None = process.returncode
-    except subprocess.TimeoutExpired:
-        returncode = None
-    finally:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)  # children the tool left behind, too
-        except ProcessLookupError:
-            pass
-    if returncode is None:
-        output, _ = process.communicate()
-    text = output.decode("utf-8", errors="replace")[-OUTPUT_LIMIT:]
-    return ToolRun(folder, returncode, text, _prompts(logs / "llm.log"), _queries(logs / "papers.jsonl"))
-
-
-def write_fixtures(hidden: Path, papers: list[dict], llm_script: dict, cases: list[dict]) -> None:
-    """The hidden files a tool task's grader reads: papers.json, llm_script.yaml, cases.json."""
+def write_fixtures(hidden: Path, papers: list[dict], llm_script: dict, cases: list[dict], tool: dict,
+                   helpers: Path) -> None:
+    """The hidden files of a tool task: the grader's ``cases.json`` and the measure step's inputs
+    (``tool``: script, outputs, helpers, per-case timeout and the cases' arguments and input
+    files; the LLM script; the paper index; the helper modules copied from ``helpers``)."""
     import yaml
 
     (hidden / "papers.json").write_text(json.dumps(papers, indent=1) + "\n")
     (hidden / "llm_script.yaml").write_text(yaml.safe_dump(llm_script, sort_keys=False, width=1000))
     (hidden / "cases.json").write_text(json.dumps(cases, indent=1) + "\n")
+    (hidden / TOOL_CASES).write_text(json.dumps({**tool, "helpers": list(HELPERS)}, indent=1) + "\n")
+    for name in HELPERS:
+        shutil.copyfile(helpers / name, hidden / name)  # follows links: the task's real helper
+
+
+def tool_runs(measured: Path, count: int, script: str) -> list[ToolRun]:
+    """The tool's ``count`` runs, one per case; a measurement that did not get through them all
+    (not the tool failing: the measure step itself) makes the submission invalid."""
+    (execution,) = executions(measured)
+    result = execution.result()
+    if result is None or result.get("cases") != count:
+        raise InvalidSubmission(f"{script}: " + execution.failure(f"running {script} on the hidden cases"))
+    return [_tool_run(execution.out / f"case-{index}") for index in range(count)]
+
+
+def _tool_run(folder: Path) -> ToolRun:
+    try:
+        record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        record = {}
+    code = record.get("returncode") if isinstance(record, dict) else None
+    output = record.get("output") if isinstance(record, dict) else ""
+    return ToolRun(folder, code if isinstance(code, int) and not isinstance(code, bool) else None,
+                   output if isinstance(output, str) else "", _prompts(folder / "llm.log"),
+                   _queries(folder / "papers.jsonl"))
 
 
 def report(label: str, checks: dict[str, bool], run: ToolRun) -> list[bool]:
@@ -86,25 +90,27 @@ def report(label: str, checks: dict[str, bool], run: ToolRun) -> list[bool]:
     for name, passed in checks.items():
         print(f"  [{'x' if passed else ' '}] {name}")
     if not run.ok:
-        print("  tool output (end): " + (run.output[-800:] if run.returncode is not None else "(killed at the timeout)"))
+        print("  tool output (end): " + (run.output[-OUTPUT_SHOWN:] if run.returncode is not None
+                                          else "(killed at the timeout)"))
     return list(checks.values())
 
 
-def _not_regular(directory: str, names: list[str]) -> set[str]:
-    """Symbolic links and special files stay behind: only the agent's own files are copied."""
-    return {name for name in names
-            if os.path.islink(os.path.join(directory, name))
-            or not (os.path.isfile(os.path.join(directory, name)) or os.path.isdir(os.path.join(directory, name)))}
-
-
 def _prompts(log: Path) -> list[str]:
-    if not log.is_file():
+    if log.is_symlink() or not log.is_file():
         return []
     parts = log.read_text(encoding="utf-8", errors="replace").split("===== PROMPT =====\n")
     return [part.split("\n===== ANSWER =====\n", 1)[0] for part in parts[1:]]
 
 
 def _queries(log: Path) -> list[str]:
-    if not log.is_file():
+    if log.is_symlink() or not log.is_file():
         return []
-    return [json.loads(line)["query"] for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
+    queries = []
+    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("query"), str):
+            queries.append(record["query"])
+    return queries

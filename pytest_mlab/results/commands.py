@@ -2,7 +2,8 @@
 
 ``report`` re-renders results.json (with the current aggregation), the CSVs, plots and
 report.html. ``rescore`` first re-grades every run's saved final snapshot with its task's
-current grader and baseline (after a grader fix), then does the same.
+current grader and baseline (after a grader fix), then does the same; a task's measure step
+runs the agent's code again, in the session's sandbox kind unless ``--sandbox`` says otherwise.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from pytest_mlab.data import default_cache_dir
 from pytest_mlab.errors import MlabError
 from pytest_mlab.results.store import load_results
+from pytest_mlab.sandbox.registry import SANDBOX_KINDS
 
 
 def add_commands(commands) -> None:
@@ -24,6 +26,8 @@ def add_commands(commands) -> None:
     rescore.add_argument("--root", type=Path, default=Path("."), help="project root (default: the current folder)")
     rescore.add_argument("--tasks-dir", default="specs/tasks", help="Task specs folder, relative to the root")
     rescore.add_argument("--cache", type=Path, default=None, help=f"cache folder (default: {default_cache_dir()})")
+    rescore.add_argument("--sandbox", default=None, choices=SANDBOX_KINDS,
+                         help="where measure steps run the agents' code again (default: the session's --sandbox)")
     rescore.set_defaults(run=_rescore)
 
 
@@ -39,6 +43,7 @@ def _report(args: argparse.Namespace) -> int:
 def _rescore(args: argparse.Namespace) -> int:
     from pytest_mlab.data import prepare_data
     from pytest_mlab.results.regrade import rescore_run
+    from pytest_mlab.sandbox.registry import sandbox_unavailable
     from pytest_mlab.results.report import write_outputs
     from pytest_mlab.spec.library import SpecLibrary, build_task
 
@@ -47,6 +52,10 @@ def _rescore(args: argparse.Namespace) -> int:
     library = SpecLibrary("Task", [root / args.tasks_dir])
     settings = saved.get("settings") or {}
     cache = (args.cache or (Path(settings["cache_dir"]) if settings.get("cache_dir") else default_cache_dir())).resolve()
+    sandbox = args.sandbox or settings.get("sandbox") or "auto"
+    unavailable = sandbox_unavailable(sandbox)
+    if unavailable is not None:
+        raise MlabError(f"cannot rescore with --sandbox={sandbox}: {unavailable} (choose another with --sandbox)")
     tasks, changed, runs = {}, 0, []
     for run in saved["runs"]:
         if run.task not in tasks:
@@ -55,8 +64,7 @@ def _rescore(args: argparse.Namespace) -> int:
             except MlabError as exc:
                 raise MlabError(f"cannot rescore {run.run_id}: {exc} (pass --root with the project that ran it)") from None
         task = tasks[run.task]
-        answers = prepare_data(task, run.variant, cache).hidden
-        new = rescore_run(run, task, answers)
+        new = rescore_run(run, task, prepare_data(task, run.variant, cache), sandbox=sandbox)
         if (new.score, new.passed, new.success) != (run.score, run.passed, run.success):
             changed += 1
             print(f"{run.run_id}: {run.message} -> {new.message}")

@@ -9,17 +9,22 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from pytest_mlab.data.cache import PreparedData
 from pytest_mlab.grading.grader import Grade, grade_snapshot
+from pytest_mlab.grading.measure import task_sandbox_options
 from pytest_mlab.grading.verdict import improvement, judge
 from pytest_mlab.results.record import RunResult
+from pytest_mlab.sandbox.base import SandboxOptions
 from pytest_mlab.spec.models import TaskSpec
 from pytest_mlab.trace import SnapshotStore, read_trace
 
 STEP_SCORES = "step_scores.json"
 
 
-def score_steps(task: TaskSpec, run_dir: Path, answers: Path, baseline: float | None) -> dict[str, Any]:
-    """The score curve across steps, grading each distinct snapshot once; written to step_scores.json."""
+def score_steps(task: TaskSpec, run_dir: Path, data: PreparedData, baseline: float | None, *, sandbox: str,
+                options: SandboxOptions) -> dict[str, Any]:
+    """The score curve across steps, grading each distinct snapshot once (a measure step runs in
+    a ``sandbox`` of that kind); written to step_scores.json."""
     store = SnapshotStore(run_dir / "snapshots", fsync=False)
     steps = [(record["step"], record["snapshot"]) for record in read_trace(run_dir / "trace.jsonl")
              if record.get("type") == "step" and record.get("snapshot")]
@@ -27,7 +32,7 @@ def score_steps(task: TaskSpec, run_dir: Path, answers: Path, baseline: float | 
     curve = []
     for step, snapshot in steps:
         if snapshot not in grades:
-            grades[snapshot] = grade_snapshot(task, store, snapshot, answers)
+            grades[snapshot] = grade_snapshot(task, store, snapshot, data, sandbox=sandbox, options=options)
         grade = grades[snapshot]
         gain = (improvement(grade.score, baseline, task.metric.higher_is_better)
                 if grade.valid and baseline is not None else None)
@@ -56,13 +61,15 @@ def final_snapshot(run_dir: Path) -> str | None:
     return saved.get("snapshot") if saved else None
 
 
-def rescore_run(result: RunResult, task: TaskSpec, answers: Path) -> RunResult:
-    """The same run judged again with the task's current grader and baseline."""
+def rescore_run(result: RunResult, task: TaskSpec, data: PreparedData, *, sandbox: str) -> RunResult:
+    """The same run judged again with the task's current grader and baseline (a measure step
+    runs in a ``sandbox`` of that kind, with the task's limits)."""
     run_dir = Path(result.run_dir) if result.run_dir else None
     snapshot = final_snapshot(run_dir) if run_dir and (run_dir / "trace.jsonl").exists() else None
     if snapshot is None:
         return result  # nothing was graded (the harness failed before the run): nothing to redo
-    grade = grade_snapshot(task, SnapshotStore(run_dir / "snapshots", fsync=False), snapshot, answers)
+    grade = grade_snapshot(task, SnapshotStore(run_dir / "snapshots", fsync=False), snapshot, data, sandbox=sandbox,
+                           options=task_sandbox_options(task, task.limits, result.run_id))
     baseline = task.baseline.get(result.variant)
     detail = result.message.removeprefix(f"the run {result.end_reason}: ") if result.end_reason in (
         "crashed", "interrupted") else None

@@ -1,12 +1,13 @@
-"""Grader for the bibtex-generation task: run the tool on hidden paragraphs and check its output.
+"""Grader for the bibtex-generation task: check what the tool wrote for hidden paragraphs.
 
-For each hidden paragraph the grader runs
-``python bibtex_generation.py paragraph.txt references.bib cited.txt`` on a copy of the
-workspace, outside it, with the task's own LLM.py and papers.py answering from a scripted LLM
-and a local paper index (see pytest_mlab/grading/tool_run.py). It parses references.bib with
-bibtexparser and checks the entries and the rewritten paragraph; the score is the fraction of
-checks passed over all paragraphs (higher is better). Whether the citations are the ones a
-researcher would choose remains a matter of human judgement, the paper's metric.
+The tool never runs here. The measure step (measure.py, in the run's sandbox) runs
+``python bibtex_generation.py paragraph.txt references.bib cited.txt`` once per hidden
+paragraph on a copy of the workspace, with the task's own LLM.py and papers.py answering from a
+scripted LLM and a local paper index (see pytest_mlab/grading/tool_run.py), and brings back each
+references.bib and cited.txt. This grader parses references.bib with bibtexparser and checks the
+entries and the rewritten paragraph; the score is the fraction of checks passed over all
+paragraphs (higher is better). Whether the citations are the ones a researcher would choose
+remains a matter of human judgement, the paper's metric.
 """
 
 from __future__ import annotations
@@ -14,15 +15,12 @@ from __future__ import annotations
 import json
 import pathlib
 import re
-import tempfile
 
 from pytest_mlab.grading import InvalidSubmission
-from pytest_mlab.grading.tool_run import report, run_tool
+from pytest_mlab.grading.tool_run import report, tool_runs
 
 SCRIPT = "bibtex_generation.py"
 INPUT, BIB, TEXT = "paragraph.txt", "references.bib", "cited.txt"
-TIMEOUT_S = 180
-HELPERS = [pathlib.Path(__file__).resolve().parent / "env" / name for name in ("LLM.py", "papers.py")]
 
 
 def _plain(text: str) -> str:
@@ -71,17 +69,13 @@ def check_output(case: dict, run) -> dict[str, bool]:
     }
 
 
-def score(workspace: pathlib.Path, answers: pathlib.Path) -> float:
+def score(workspace: pathlib.Path, answers: pathlib.Path, measured: pathlib.Path) -> float:
     workspace, answers = pathlib.Path(workspace), pathlib.Path(answers)
     if not (workspace / SCRIPT).is_file():
         raise InvalidSubmission(f"{SCRIPT}: file not found in the workspace; the grader runs "
                                 f"python {SCRIPT} {INPUT} {BIB} {TEXT}")
+    cases = json.loads((answers / "cases.json").read_text())
     results = []
-    for case in json.loads((answers / "cases.json").read_text()):
-        with tempfile.TemporaryDirectory(prefix="mlab-bibtex-") as scratch:
-            run = run_tool(workspace, pathlib.Path(scratch), [SCRIPT, INPUT, BIB, TEXT], helpers=HELPERS,
-                           llm_script=answers / "llm_script.yaml", papers=answers / "papers.json",
-                           timeout=TIMEOUT_S, inputs={INPUT: case["paragraph"] + "\n"})
-            checks = check_output(case, run)
-        results += report(f"paragraph {case['paragraph'][:60]!r}...", checks, run)
+    for case, run in zip(cases, tool_runs(pathlib.Path(measured), len(cases), SCRIPT)):
+        results += report(f"paragraph {case['paragraph'][:60]!r}...", check_output(case, run), run)
     return sum(results) / len(results)

@@ -1,11 +1,16 @@
 """Fixtures for grading the BibTeX tool: paragraphs with citation sketches, a paper index, LLM replies.
 
 Nothing is public: the agent writes the tool (env/ holds the helpers LLM.py and papers.py).
-hidden/papers.json       the paper index the grader's search answers from (papers.py format): one
-                         paper per work the paragraphs refer to, plus unrelated ones
+hidden/cases.json        the paragraphs the tool is run on, with the works they cite: the
+                         grader's alone
+hidden/tool_cases.json   how the measure step runs the tool on each paragraph (arguments, the
+                         paragraph as paragraph.txt, outputs, timeout): never the works cited
+hidden/papers.json       the paper index the search answers from (papers.py format): one paper
+                         per work the paragraphs refer to, plus unrelated ones
 hidden/llm_script.yaml   the scripted LLM (LLM.py format): asked about a paragraph, it lists the
                          phrases that need a citation, one per line
-hidden/cases.json        the paragraphs the grader runs the tool on, with the works they cite
+hidden/LLM.py, papers.py copies of the task's helpers, put over the agent's copies
+The last four are the measure step's inputs (``metric.measure.inputs``): what the tool may read.
 
 ``full`` writes the same fixtures: with the full variant the agent develops its tool against real
 services and a real LLM, but the automatic check stays this offline one (the paper's metric is
@@ -21,6 +26,9 @@ import numpy as np
 
 from pytest_mlab.grading.tool_run import write_fixtures
 
+SCRIPT = "bibtex_generation.py"  # how the tool is run: python SCRIPT INPUT BIB TEXT
+INPUT, BIB, TEXT = "paragraph.txt", "references.bib", "cited.txt"
+TIMEOUT_S = 180  # per paragraph
 NAMES = ["QuillFormer", "DeltaTune", "SparseMix", "HaloNet", "RiverGAN", "LumaBERT", "CobaltRL", "FernDiffusion",
          "PivotQA", "MarbleNorm", "TideSeg", "OrbitKD"]
 TEMPLATES = [
@@ -65,8 +73,16 @@ def fixtures(seed: int) -> tuple[list[dict], dict, list[dict]]:
     return papers, script, cases
 
 
+def tool_cases(cases: list[dict]) -> dict:
+    """How the measure step runs the tool: the paragraph as its input file, nothing of what it cites."""
+    return {"script": SCRIPT, "outputs": [BIB, TEXT], "timeout": TIMEOUT_S,
+            "cases": [{"args": [INPUT, BIB, TEXT], "files": {INPUT: case["paragraph"] + "\n"}} for case in cases]}
+
+
 def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
-    write_fixtures(pathlib.Path(hidden), *fixtures(seed))
+    papers, script, cases = fixtures(seed)
+    write_fixtures(pathlib.Path(hidden), papers, script, cases, tool_cases(cases),
+                   pathlib.Path(__file__).resolve().parent / "env")
 
 
 def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathlib.Path) -> None:

@@ -1,68 +1,52 @@
 """Grader for the CLRS task: the test score of the submitted checkpoint on hidden Floyd-Warshall graphs.
 
 The submission is the workspace's model.py plus the parameters train.py saved in
-checkpoints/params.npz. The grader imports model.py, loads the parameters, calls
-``model.predict(params, inputs)`` on the hidden test graphs (larger than the training graphs)
-and scores the predicted predecessor pointers as CLRS does for pointer outputs: the fraction of
-entries Pi[i, j] predicted right.
+checkpoints/params.npz. The agent's code never runs here: the measure step (measure.py, in the
+run's sandbox) loads the parameters, imports model.py and calls ``model.predict(params, inputs)``
+on the inputs of the hidden test graphs (larger than the training graphs), and saves the
+prediction as plain data. This grader scores the predicted predecessor pointers as CLRS does
+for pointer outputs: the fraction of entries Pi[i, j] predicted right. The true pointers never
+leave this process.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
-import sys
 
 import numpy as np
 
 from pytest_mlab.grading import InvalidSubmission
+from pytest_mlab.grading.measured import executions, load_array
 
 CHECKPOINT = "checkpoints/params.npz"
 MODEL = "model.py"
-INPUTS = ("input_pos", "input_A", "input_adj")
 
 
-def _load_model(workspace: pathlib.Path):
-    path = workspace / MODEL
-    if not path.is_file():
-        raise InvalidSubmission(f"{MODEL}: not found in the workspace; the grader calls its predict(params, inputs)")
-    spec = importlib.util.spec_from_file_location("submitted_clrs_model", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(workspace))
-    try:
-        spec.loader.exec_module(module)
-    except Exception as error:  # the submission's own code failed
-        raise InvalidSubmission(f"{MODEL}: importing it failed: {type(error).__name__}: {error}") from None
-    finally:
-        sys.path.remove(str(workspace))
-    if not callable(getattr(module, "predict", None)):
-        raise InvalidSubmission(f"{MODEL}: has no function predict(params, inputs)")
-    return module
+def _stage_error(result: dict) -> str | None:
+    detail = result.get("detail", "")
+    return {
+        "no_checkpoint": f"{CHECKPOINT}: not found in the workspace; train.py must save the model's parameters "
+                         f"there with numpy.savez",
+        "checkpoint": f"{CHECKPOINT}: cannot be read as a numpy .npz archive without pickles ({detail})",
+        "no_model": f"{MODEL}: not found in the workspace; the grader calls its predict(params, inputs)",
+        "import": f"{MODEL}: importing it failed: {detail}",
+        "no_predict": f"{MODEL}: has no function predict(params, inputs)",
+        "predict": f"{MODEL}: predict(params, inputs) failed with the parameters in {CHECKPOINT}: {detail}",
+        "output": f"{MODEL}: predict must return an array of integer node indices; saving it failed: {detail}",
+    }.get(result.get("error"))
 
 
-def _load_params(workspace: pathlib.Path) -> dict:
-    path = workspace / CHECKPOINT
-    if not path.is_file():
-        raise InvalidSubmission(f"{CHECKPOINT}: not found in the workspace; train.py must save the model's "
-                                f"parameters there with numpy.savez")
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return {name: data[name] for name in data.files}
-    except (OSError, ValueError) as error:
-        raise InvalidSubmission(f"{CHECKPOINT}: cannot be read as a numpy .npz archive ({error})") from None
-
-
-def score(workspace: pathlib.Path, answers: pathlib.Path) -> float:
-    workspace = pathlib.Path(workspace)
+def score(workspace: pathlib.Path, answers: pathlib.Path, measured: pathlib.Path) -> float:
     with np.load(pathlib.Path(answers) / "floyd_warshall_test.npz") as data:
-        test = {name: data[name] for name in data.files}
-    model, params = _load_model(workspace), _load_params(workspace)
-    truth = test["output_Pi"]
-    try:
-        predicted = np.asarray(model.predict(params, {name: test[name] for name in INPUTS}))
-    except Exception as error:
-        raise InvalidSubmission(f"{MODEL}: predict(params, inputs) failed with the parameters in {CHECKPOINT}: "
-                                f"{type(error).__name__}: {error}") from None
+        truth = data["output_Pi"]
+    (run,) = executions(pathlib.Path(measured))
+    result = run.result()
+    if result is None:
+        raise InvalidSubmission(f"{MODEL}: " + run.failure("loading the checkpoint and calling predict"))
+    message = _stage_error(result)
+    if message:
+        raise InvalidSubmission(message)
+    predicted = load_array(run.out / "predicted.npy", f"{MODEL}: predict")
     if predicted.shape != truth.shape:
         raise InvalidSubmission(f"{MODEL}: predict returned shape {predicted.shape}; expected {truth.shape} "
                                 f"(batch, nodes, nodes): one predecessor index per pair (i, j)")

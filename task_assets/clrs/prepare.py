@@ -15,7 +15,9 @@ public/CLRS30/floyd_warshall_train.npz, floyd_warshall_val.npz
     hint_msk    float32 (T, B, N, N)  which distances are known (finite)
     hint_k      float32 (T, B, N)     one-hot: the intermediate node of the step
     lengths     int32   (B,)          number of hint steps of each sample (N + 1)
-hidden/floyd_warshall_test.npz   the same for larger graphs (out-of-distribution, as in CLRS)
+hidden/floyd_warshall_test.npz   the same for larger graphs (out-of-distribution, as in CLRS): the grader's
+hidden/floyd_warshall_test_inputs.npz   input_pos, input_A and input_adj of those graphs alone: the
+    measure step's input (``metric.measure.inputs``), the only hidden file that reaches a sandbox
 
 ``mini`` samples Erdos-Renyi graphs with uniform weights as CLRS's sampler does, with smaller
 sizes (8 nodes for training and validation, 12 for test; CLRS uses 16 and 64). ``full`` converts
@@ -35,6 +37,7 @@ URL = "https://storage.googleapis.com/dm-clrs/CLRS30_v1.0.0.tar.gz"
 SIZE: int | None = None  # not published; the archive is checked by unpacking it
 MINI = {"train": (400, 8), "val": (64, 8), "test": (64, 12)}  # samples, nodes
 FOLDER = "CLRS30"
+INPUTS = ("input_pos", "input_A", "input_adj")  # what predict gets: no hints, no outputs
 
 
 def floyd_warshall(weights: np.ndarray, adj: np.ndarray) -> tuple[np.ndarray, list[tuple]]:
@@ -81,13 +84,21 @@ def sample(rng: np.random.Generator, count: int, n: int) -> dict[str, np.ndarray
 
 
 def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
-    folder = pathlib.Path(public) / FOLDER
-    folder.mkdir(parents=True, exist_ok=True)
+    (pathlib.Path(public) / FOLDER).mkdir(parents=True, exist_ok=True)
     pathlib.Path(hidden).mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     for split, (count, n) in MINI.items():
-        target = pathlib.Path(hidden) if split == "test" else folder
-        save_npz(target / f"{ALGORITHM}_{split}.npz", **sample(rng, count, n))
+        _save(public, hidden, split, sample(rng, count, n))
+
+
+def _save(public: pathlib.Path, hidden: pathlib.Path, split: str, arrays: dict[str, np.ndarray]) -> None:
+    """Train and validation splits are public; the test split is hidden, with its inputs alone
+    beside it for the measure step."""
+    if split != "test":
+        save_npz(pathlib.Path(public) / FOLDER / f"{ALGORITHM}_{split}.npz", **arrays)
+        return
+    save_npz(pathlib.Path(hidden) / f"{ALGORITHM}_test.npz", **arrays)
+    save_npz(pathlib.Path(hidden) / f"{ALGORITHM}_test_inputs.npz", **{name: arrays[name] for name in INPUTS})
 
 
 def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathlib.Path) -> None:
@@ -122,5 +133,4 @@ def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathl
         for name in [n for n in arrays if n.startswith("hint_")]:
             arrays[name] = np.swapaxes(arrays[name], 0, 1)
         arrays["output_Pi"] = arrays["output_Pi"].astype(np.int32)  # pointers are stored as floats
-        target = pathlib.Path(hidden) if split == "test" else folder
-        save_npz(target / f"{ALGORITHM}_{split}.npz", **arrays)
+        _save(public, hidden, split, arrays)

@@ -1,11 +1,14 @@
-"""Grader for the literature-review-tool task: run the tool on hidden topics and check the review.
+"""Grader for the literature-review-tool task: check the reviews the tool wrote on hidden topics.
 
-For each hidden topic the grader runs ``python literature_review.py "TOPIC" review.md`` on a
-copy of the workspace, outside it, with the task's own LLM.py and papers.py answering from a
-scripted LLM and a local paper index (see pytest_mlab/grading/tool_run.py). It then checks the
-review automatically; the score is the fraction of checks passed over all topics (higher is
-better). These checks test that the tool works end to end and writes a well-formed review of
-the papers found; how good the review is remains a matter of human judgement, the paper's metric.
+The tool never runs here. The measure step (measure.py, in the run's sandbox) runs
+``python literature_review.py "TOPIC" review.md`` once per hidden topic on a copy of the
+workspace, with the task's own LLM.py and papers.py answering from a scripted LLM and a local
+paper index (see pytest_mlab/grading/tool_run.py), and brings back each review and the helpers'
+logs. This grader checks them automatically; the score is the fraction of checks passed over
+all topics (higher is better). These checks test that the tool works end to end and writes a
+well-formed review of the papers found; how good the review is remains a matter of human
+judgement, the paper's metric. The search log is written by code in the same sandbox as the
+tool: a tool can forge it.
 """
 
 from __future__ import annotations
@@ -13,16 +16,13 @@ from __future__ import annotations
 import json
 import pathlib
 import re
-import tempfile
 
 from pytest_mlab.grading import InvalidSubmission
-from pytest_mlab.grading.tool_run import report, run_tool
+from pytest_mlab.grading.tool_run import report, tool_runs
 
 SCRIPT = "literature_review.py"
 OUTPUT = "review.md"
-TIMEOUT_S = 180
 MIN_PAPERS = 3
-HELPERS = [pathlib.Path(__file__).resolve().parent / "env" / name for name in ("LLM.py", "papers.py")]
 
 
 def _present(text: str, phrase: str) -> bool:
@@ -54,17 +54,13 @@ def check_review(case: dict, run) -> dict[str, bool]:
     }
 
 
-def score(workspace: pathlib.Path, answers: pathlib.Path) -> float:
+def score(workspace: pathlib.Path, answers: pathlib.Path, measured: pathlib.Path) -> float:
     workspace, answers = pathlib.Path(workspace), pathlib.Path(answers)
     if not (workspace / SCRIPT).is_file():
         raise InvalidSubmission(f"{SCRIPT}: file not found in the workspace; the grader runs "
                                 f"python {SCRIPT} \"TOPIC\" {OUTPUT}")
     cases = json.loads((answers / "cases.json").read_text())
     results = []
-    for case in cases:
-        with tempfile.TemporaryDirectory(prefix="mlab-review-") as scratch:
-            run = run_tool(workspace, pathlib.Path(scratch), [SCRIPT, case["topic"], OUTPUT], helpers=HELPERS,
-                           llm_script=answers / "llm_script.yaml", papers=answers / "papers.json", timeout=TIMEOUT_S)
-            checks = check_review(case, run)
-        results += report(f"topic {case['topic']!r}", checks, run)
+    for case, run in zip(cases, tool_runs(pathlib.Path(measured), len(cases), SCRIPT)):
+        results += report(f"topic {case['topic']!r}", check_review(case, run), run)
     return sum(results) / len(results)

@@ -1,11 +1,16 @@
 """Fixtures for grading the literature-review tool: research topics, a paper index, LLM replies.
 
 Nothing is public: the agent writes the tool (env/ holds the helpers LLM.py and papers.py).
-hidden/papers.json       the paper index the grader's search answers from (papers.py format):
-                         five papers per topic plus unrelated ones
+hidden/cases.json        the topics the tool is run on, with what a review must contain: the
+                         grader's alone
+hidden/tool_cases.json   how the measure step runs the tool on each topic (arguments, outputs,
+                         timeout): the topics, never what the review must contain
+hidden/papers.json       the paper index the search answers from (papers.py format): five
+                         papers per topic plus unrelated ones
 hidden/llm_script.yaml   the scripted LLM (LLM.py format): one summary per paper, a conclusion,
                          search keywords per topic
-hidden/cases.json        the topics the grader runs the tool on, with what a review must contain
+hidden/LLM.py, papers.py copies of the task's helpers, put over the agent's copies
+The last four are the measure step's inputs (``metric.measure.inputs``): what the tool may read.
 
 ``full`` writes the same fixtures: with the full variant the agent develops its tool against the
 real arXiv API and a real LLM, but the automatic check stays this offline one (the paper's metric
@@ -21,6 +26,8 @@ import numpy as np
 
 from pytest_mlab.grading.tool_run import write_fixtures
 
+SCRIPT, OUTPUT = "literature_review.py", "review.md"  # how the tool is run: python SCRIPT "TOPIC" OUTPUT
+TIMEOUT_S = 180  # per topic
 TOPICS = ["hallucination detection in language models", "graph neural networks for molecular property prediction",
           "reinforcement learning from human feedback", "efficient attention for long documents",
           "federated learning with differential privacy", "speech recognition for low resource languages"]
@@ -84,8 +91,16 @@ def _words_pattern(text: str) -> str:
     return r"\s+".join(re.escape(word) for word in text.split())
 
 
+def tool_cases(cases: list[dict]) -> dict:
+    """How the measure step runs the tool: one topic per case, nothing of what the review must hold."""
+    return {"script": SCRIPT, "outputs": [OUTPUT], "timeout": TIMEOUT_S,
+            "cases": [{"args": [case["topic"], OUTPUT]} for case in cases]}
+
+
 def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
-    write_fixtures(pathlib.Path(hidden), *fixtures(seed))
+    papers, script, cases = fixtures(seed)
+    write_fixtures(pathlib.Path(hidden), papers, script, cases, tool_cases(cases),
+                   pathlib.Path(__file__).resolve().parent / "env")
 
 
 def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathlib.Path) -> None:

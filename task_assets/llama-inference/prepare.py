@@ -3,8 +3,11 @@
 public/llama-7b/        config.json, model.safetensors, tokenizer files (``from_pretrained`` loads it)
 public/wikitext/test.txt  WikiText-103 test text, one paragraph per line (wiki markup as in the
                         original raw files)
-hidden/prompts.npz      ``input_ids`` (batches, batch size, context) the grader generates from, and
-                        ``expected`` (the same with the greedy continuation) its output must match
+hidden/prompts.npz      ``input_ids`` (batches, batch size, context) generate is timed on, and
+                        ``expected`` (the same with the greedy continuation) its output must match:
+                        the grader's
+hidden/prompts_inputs.npy  the same ``input_ids`` alone: the measure step's input
+                        (``metric.measure.inputs``), the only hidden file that reaches a sandbox
 
 ``mini`` writes a tiny randomly initialised LlamaForCausalLM (same architecture, small
 dimensions), a word-level tokenizer over a generated wiki-like text, and that text. ``full``
@@ -96,6 +99,7 @@ def _hidden_prompts(folder: pathlib.Path, text: list[str], hidden: pathlib.Path,
     from pytest_mlab.data.formats import save_npz
     save_npz(hidden / "prompts.npz", input_ids=prompts, expected=expected,
              config=np.array(json.dumps({"new_tokens": NEW_TOKENS})))
+    np.save(hidden / "prompts_inputs.npy", prompts, allow_pickle=False)
 
 
 def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:

@@ -1,8 +1,10 @@
-"""Data for the vectorization task: one hidden convolution case the grader times train.py on.
+"""Data for the vectorization task: one hidden convolution case train.py is timed and checked on.
 
 The agent sees no data files (``public`` stays empty); ``train.py`` makes its own random batch.
 ``hidden/conv_case.npz`` holds the layer configuration, the kernel, the bias, the input batch and
-the expected output, computed here independently of the starter's loops.
+the expected output, computed here independently of the starter's loops: the grader's.
+``hidden/conv_inputs.npz`` holds the same without the expected output: the measure step's input
+(``metric.measure.inputs``), the only file of the hidden folder that reaches a sandbox.
 """
 
 from __future__ import annotations
@@ -52,5 +54,6 @@ def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
     bias = rng.standard_normal((1, 1, 1, filters))
     expected = conv2d_reference(features, kernel, bias, CONFIG["stride"], CONFIG["padding"],
                                 CONFIG["activation"])
-    save_npz(hidden / "conv_case.npz", features=features, kernel=kernel, bias=bias, expected=expected,
-             config=np.array(json.dumps(CONFIG, sort_keys=True)))
+    config = np.array(json.dumps(CONFIG, sort_keys=True))
+    save_npz(hidden / "conv_case.npz", features=features, kernel=kernel, bias=bias, expected=expected, config=config)
+    save_npz(hidden / "conv_inputs.npz", features=features, kernel=kernel, bias=bias, config=config)

@@ -1,96 +1,112 @@
-"""run_tool(): the LLM-tool tasks' graders run the agent's tool on a copy, with the task's helpers."""
+"""The LLM-tool tasks' measure step (task_assets/literature-review-tool/measure.py, shared with
+bibtex-generation) and what their graders read back (pytest_mlab/grading/tool_run.py): the tool
+runs in the sandbox on a copy of the workspace, with the task's helpers and inputs."""
 
 from __future__ import annotations
 
 import json
-import os
 import textwrap
-import time
+import uuid
 from pathlib import Path
 
 import pytest
 
-from pytest_mlab.grading.tool_run import run_tool
+from pytest_mlab.data.cache import PreparedData
+from pytest_mlab.errors import InvalidSubmission
+from pytest_mlab.grading.measure import measure, task_sandbox_options
+from pytest_mlab.grading.tool_run import ToolRun, tool_runs, write_fixtures
+from pytest_mlab.trace import SnapshotStore
+from tests.sandbox.backends import kind  # noqa: F401  (the fixture: every backend that can run here)
+from tests.security.test_containment import tagged_processes
+from tests.tasks.test_smoke_tasks import ASSETS, task_spec
 
-HELPERS_DIR = Path(__file__).resolve().parents[2] / "task_assets" / "literature-review-tool" / "env"
-HELPERS = [HELPERS_DIR / "LLM.py", HELPERS_DIR / "papers.py"]
+TASK = "literature-review-tool"
+PAPERS = [{"id": "2101.00001", "title": "Graph networks", "authors": ["A B"], "year": 2021, "abstract": "About graphs.",
+           "url": "u", "category": "cs.LG"}]
+SCRIPT = {"rules": [{"pattern": "hello", "reply": "scripted hello"}], "default": "scripted default"}
 
 
-@pytest.fixture
-def fixtures(tmp_path):
-    script = tmp_path / "llm.yaml"
-    script.write_text("rules:\n  - {pattern: 'hello', reply: 'scripted hello'}\ndefault: 'scripted default'\n")
-    papers = tmp_path / "papers.json"
-    papers.write_text(json.dumps([{"id": "2101.00001", "title": "Graph networks", "authors": ["A B"], "year": 2021,
-                                   "abstract": "About graphs.", "url": "u", "category": "cs.LG"}]))
-    return script, papers
-
-
-def tool(workspace: Path, code: str) -> Path:
-    workspace.mkdir(exist_ok=True)
+def run_tool(tmp_path: Path, kind: str, code: str, *, cases: list[dict] | None = None, timeout: float = 60,
+             files: dict[str, str] | None = None) -> list[ToolRun]:
+    """``tool.py`` (``code``) run by the task's measure step on each case; the runs read back."""
+    cases = cases or [{"args": []}]
+    hidden = tmp_path / "data" / "hidden"
+    hidden.mkdir(parents=True)
+    (tmp_path / "data" / "public").mkdir()
+    write_fixtures(hidden, PAPERS, SCRIPT, [{} for _ in cases],
+                   {"script": "tool.py", "outputs": ["out.txt"], "timeout": timeout, "cases": cases},
+                   ASSETS / TASK / "env")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
     (workspace / "tool.py").write_text(textwrap.dedent(code))
-    return workspace
+    for name, text in (files or {}).items():
+        (workspace / name).write_text(text)
+    store = SnapshotStore(tmp_path / "snapshots")
+    task = task_spec(TASK)
+    measured = measure(task, store, store.snapshot(workspace).id, PreparedData(tmp_path / "data" / "public", hidden),
+                       kind, task_sandbox_options(task, task.limits, "test-tool"), tmp_path / "grade")
+    return tool_runs(measured, len(cases), "tool.py")
 
 
-def test_the_tasks_helpers_replace_the_agents_copies(tmp_path, fixtures):
-    workspace = tool(tmp_path / "ws", """
+def test_the_tasks_helpers_replace_the_agents_copies(kind, tmp_path):
+    (run,) = run_tool(tmp_path, kind, """
         import LLM, papers
         print(LLM.complete_text("say hello", "calls.log"))
         print([p["id"] for p in papers.search_papers("graph networks")])
-    """)
-    (workspace / "LLM.py").write_text("def complete_text(prompt, log_file=None):\n    return 'forged'\n")
-    run = run_tool(workspace, tmp_path / "scratch", ["tool.py"], helpers=HELPERS, llm_script=fixtures[0],
-                   papers=fixtures[1], timeout=60)
+        open("out.txt", "w").write("written")
+    """, files={"LLM.py": "def complete_text(prompt, log_file=None):\n    return 'forged'\n"})
     assert run.ok, run.output
     assert "scripted hello" in run.output and "forged" not in run.output
     assert "['2101.00001']" in run.output
     assert run.llm_prompts == ["say hello"] and run.queries == ["graph networks"]
-    assert (run.folder / "calls.log").is_file()
-    assert "forged" in (workspace / "LLM.py").read_text(), "the workspace itself is left alone"
+    assert (run.folder / "out.txt").read_text() == "written"
 
 
-def test_no_keys_no_links_and_inputs_written(tmp_path, fixtures, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
-    secret = tmp_path / "secret.txt"
-    secret.write_text("hidden answer")
-    workspace = tool(tmp_path / "ws", """
-        import os
+def test_each_case_gets_its_arguments_and_files_no_keys_and_no_links(kind, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-tool")
+    runs = run_tool(tmp_path, kind, """
+        import os, sys
         print("key:", os.environ.get("OPENAI_API_KEY"))
-        print("link:", os.path.exists("link.txt"))
-        print("input:", open("in.txt").read())
-    """)
-    (workspace / "link.txt").symlink_to(secret)
-    run = run_tool(workspace, tmp_path / "scratch", ["tool.py"], helpers=HELPERS, llm_script=fixtures[0],
-                   papers=fixtures[1], timeout=60, inputs={"in.txt": "the paragraph"})
-    assert run.ok, run.output
-    assert "key: None" in run.output and "link: False" in run.output and "input: the paragraph" in run.output
+        print("args:", sys.argv[1:])
+        print("input:", open("in.txt").read() if os.path.exists("in.txt") else None)
+        print("measure folder:", os.path.exists(".mlab-measure"))
+        print("papers folder:", sorted(os.listdir(os.path.dirname(os.environ["MLAB_TOOL_PAPERS"]))))
+    """, cases=[{"args": ["first"], "files": {"in.txt": "the paragraph"}}, {"args": ["second", "x"]}])
+    assert [run.ok for run in runs] == [True, True]
+    assert "key: None" in runs[0].output and "args: ['first']" in runs[0].output
+    assert "input: the paragraph" in runs[0].output and "input: None" in runs[1].output
+    assert "args: ['second', 'x']" in runs[1].output and "measure folder: False" in runs[0].output
+    assert ("papers folder: ['LLM.py', 'llm_script.yaml', 'papers.json', 'papers.py', 'tool_cases.json']"
+            in runs[0].output), "the tool's inputs only: no cases.json, no answers"
 
 
-def test_a_hanging_tool_and_its_children_are_killed(tmp_path, fixtures):
-    workspace = tool(tmp_path / "ws", """
-        import subprocess, sys, time
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
-        open("child.pid", "w").write(str(child.pid))
+def test_a_hanging_tool_and_everything_it_started_are_killed(kind, tmp_path):
+    tag = f"mlab-tool-child-{uuid.uuid4().hex}"
+    (run,) = run_tool(tmp_path, kind, f"""
+        import os, subprocess, sys, time
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "{tag}"])
+        if os.fork() == 0:  # a detached grandchild, as a daemon makes one
+            os.setsid()
+            if os.fork() == 0:
+                os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(300)", "{tag}"])
+            os._exit(0)
         time.sleep(300)
-    """)
-    run = run_tool(workspace, tmp_path / "scratch", ["tool.py"], helpers=HELPERS, llm_script=fixtures[0],
-                   papers=fixtures[1], timeout=3)
+    """, timeout=3)
     assert run.returncode is None and not run.ok
-    pid = int((run.folder / "child.pid").read_text())
-    for _ in range(50):  # the kill is sent; the child is reaped by init shortly after
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
-        if Path(f"/proc/{pid}/stat").is_file() and Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
-            break
-        time.sleep(0.1)
-    else:
-        pytest.fail("the tool's child process is still running")
+    assert tagged_processes(tag) == []
 
 
-def test_a_crashing_tool_reports_its_output(tmp_path, fixtures):
-    workspace = tool(tmp_path / "ws", "raise SystemExit('usage: tool.py TOPIC OUT')\n")
-    run = run_tool(workspace, tmp_path / "scratch", ["tool.py"], helpers=HELPERS, llm_script=fixtures[0],
-                   papers=fixtures[1], timeout=60)
+def test_a_crashing_tool_reports_its_output(tmp_path):
+    (run,) = run_tool(tmp_path, "local", "raise SystemExit('usage: tool.py TOPIC OUT')\n")
     assert run.returncode == 1 and "usage: tool.py TOPIC OUT" in run.output
+
+
+def test_a_measurement_that_did_not_get_through_the_cases_is_invalid(tmp_path):
+    measured = tmp_path / "measured" / "submission" / "0"
+    (measured / "out").mkdir(parents=True)
+    (measured / "exec.json").write_text(json.dumps({"subject": "submission", "returncode": 1, "timed_out": False,
+                                                    "timeout": 600, "cpu_time": 0.1, "output_tail": "MemoryError",
+                                                    "truncated_reason": None}))
+    with pytest.raises(InvalidSubmission, match="tool.py: running tool.py on the hidden cases exited with status 1 "
+                                                r".*MemoryError"):
+        tool_runs(tmp_path / "measured", 2, "tool.py")

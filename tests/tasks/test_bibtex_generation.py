@@ -38,9 +38,17 @@ def test_fixtures_are_deterministic_and_consistent(hidden, tmp_path):
 
 
 def test_helpers_are_the_other_tool_tasks(tmp_path):
-    for name in ("LLM.py", "papers.py"):
+    for name in ("LLM.py", "papers.py", "../measure.py"):
         assert (ASSETS / TASK / "env" / name).read_text() == \
             (ASSETS / "literature-review-tool" / "env" / name).read_text()
+
+
+def test_the_tool_gets_the_paragraphs_never_the_works_cited(hidden):
+    tool = json.loads((hidden / "tool_cases.json").read_text())
+    cases = json.loads((hidden / "cases.json").read_text())
+    assert [case["files"] for case in tool["cases"]] == [{"paragraph.txt": case["paragraph"] + "\n"} for case in cases]
+    public = (hidden / "tool_cases.json").read_text()
+    assert not any(title in public for case in cases for title in case["titles"])
 
 
 @pytest.mark.parametrize("replacements, failed", [
@@ -56,5 +64,5 @@ def test_checks_catch_what_is_wrong(hidden, tmp_path, replacements, failed):
 
 
 def test_missing_tool_is_invalid(hidden, tmp_path):
-    with pytest.raises(InvalidSubmission, match="bibtex_generation.py: file not found"):
+    with pytest.raises(InvalidSubmission, match="bibtex_generation.py was not written"):
         grade(tmp_path, hidden)

@@ -35,7 +35,12 @@ def load(path) -> dict:
 def test_mini_has_clrs_features_and_hides_the_test_split(data):
     public, hidden = data
     assert sorted(p.name for p in (public / "CLRS30").iterdir()) == ["floyd_warshall_train.npz", "floyd_warshall_val.npz"]
-    assert [p.name for p in hidden.iterdir()] == ["floyd_warshall_test.npz"]
+    assert sorted(p.name for p in hidden.iterdir()) == ["floyd_warshall_test.npz",
+                                                        "floyd_warshall_test_inputs.npz"]
+    inputs = load(hidden / "floyd_warshall_test_inputs.npz")
+    assert sorted(inputs) == ["input_A", "input_adj", "input_pos"], "the measure step gets the test inputs alone"
+    for name, array in inputs.items():
+        assert np.array_equal(array, load(hidden / "floyd_warshall_test.npz")[name])
     train, test = load(public / "CLRS30" / "floyd_warshall_train.npz"), load(hidden / "floyd_warshall_test.npz")
     for split in (train, test):
         assert {name: array.ndim for name, array in split.items()} == FEATURES
@@ -74,12 +79,13 @@ def grade(workspace, hidden):
 
 
 def oracle_model(workspace, answers_path, *, wrong_fraction: float = 0.0):
-    """A model.py that looks the answer up (by graph) and gets a given fraction of pointers wrong."""
+    """A model.py that looks the answer up (by graph, in a copy the test puts in the workspace)
+    and gets a given fraction of pointers wrong."""
     shutil.copy(answers_path, workspace / "truth.npz")
     (workspace / "model.py").write_text(textwrap.dedent(f"""
         import numpy as np
         def predict(params, inputs):
-            truth = np.load("{workspace / 'truth.npz'}")
+            truth = np.load("truth.npz")
             assert np.array_equal(truth["input_A"], inputs["input_A"])
             pi = truth["output_Pi"].copy()
             wrong = np.random.default_rng(0).random(pi.shape) < {wrong_fraction}
@@ -110,7 +116,7 @@ def test_grader_runs_the_starter_model_with_its_own_parameters(data, tmp_path):
 
 
 @pytest.mark.parametrize("breakage, message", [
-    ("no checkpoint", "checkpoints/params.npz: not found"),
+    ("no checkpoint", "checkpoints/params.npz was not written"),
     ("no model", "model.py: not found"),
     ("bad checkpoint", "cannot be read as a numpy .npz"),
     ("import error", "importing it failed: ZeroDivisionError"),

@@ -1,4 +1,5 @@
-"""The literature-review-tool task: fixtures and the automatic checks of its grader."""
+"""The literature-review-tool task: fixtures and the automatic checks of its grader, with the tool
+run by the measure step in a sandbox (tests.tasks.test_smoke_tasks.grade)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import shutil
 import pytest
 
 from pytest_mlab.grading import InvalidSubmission
-from tests.tasks.test_smoke_tasks import ASSETS, grade as grade_task, load_function, load_spec, prepare, tree_digest
+from tests.tasks.test_smoke_tasks import ASSETS, grade as grade_task, load_spec, prepare, tree_digest
 
 TASK = "literature-review-tool"
 SCRIPT = "literature_review.py"
@@ -55,6 +56,17 @@ def test_fixtures_are_deterministic_and_consistent(hidden, tmp_path):
     assert len(rules) == 1 + len(papers) + len(cases)
 
 
+def test_the_tool_gets_the_topics_never_what_the_review_must_hold(hidden):
+    spec = load_spec(TASK)["metric"]["measure"]
+    tool = json.loads((hidden / "tool_cases.json").read_text())
+    cases = json.loads((hidden / "cases.json").read_text())
+    assert "cases.json" not in spec["inputs"] and all((hidden / name).is_file() for name in spec["inputs"])
+    assert [case["args"] for case in tool["cases"]] == [[case["topic"], "review.md"] for case in cases]
+    public = (hidden / "tool_cases.json").read_text()
+    assert not any(title in public for case in cases for title in case["titles"] + case["summaries"])
+    assert (hidden / "LLM.py").read_text() == (ASSETS / TASK / "env" / "LLM.py").read_text()
+
+
 def test_the_paper_index_answers_a_topic_with_its_papers(hidden, monkeypatch):
     import importlib.util
 
@@ -78,15 +90,17 @@ def test_checks_catch_what_is_wrong(hidden, tmp_path, replacements, failed):
     assert score == pytest.approx(1.0 - failed / CHECKS)
 
 
-def test_a_crashing_or_hanging_tool_scores_zero(hidden, tmp_path, monkeypatch):
+def test_a_crashing_or_hanging_tool_scores_zero(hidden, tmp_path):
     crash = workspace(tmp_path / "a", ("    found = papers.search_papers", "    raise RuntimeError('boom')\n    found = papers.search_papers"))
     assert grade(crash, hidden) == 0.0
-    score = load_function(TASK, load_spec(TASK)["metric"]["grader"])
-    monkeypatch.setitem(score.__globals__, "TIMEOUT_S", 2)
+    impatient = tmp_path / "data" / "hidden"  # the same fixtures, with a 2 s timeout per topic
+    shutil.copytree(hidden, impatient)
+    tool = json.loads((impatient / "tool_cases.json").read_text())
+    (impatient / "tool_cases.json").write_text(json.dumps({**tool, "timeout": 2}))
     hang = workspace(tmp_path / "b", ("    found = papers.search_papers", "    import time; time.sleep(600)\n    found = papers.search_papers"))
-    assert score(hang, hidden) == 0.0
+    assert grade(hang, impatient) == 0.0
 
 
 def test_missing_tool_is_invalid(hidden, tmp_path):
-    with pytest.raises(InvalidSubmission, match="literature_review.py: file not found"):
+    with pytest.raises(InvalidSubmission, match="literature_review.py was not written"):
         grade(tmp_path, hidden)

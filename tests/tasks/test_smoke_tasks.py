@@ -1,7 +1,8 @@
 """Offline checks of the three smoke tasks' assets (task_assets/<task>/ and specs/tasks/<task>.yaml).
 
-These tests use no harness code: small helpers below prepare the data, build a workspace
-(env/ + public data), run ``python train.py`` in it and call the task's grader directly.
+Small helpers below prepare the data, build a workspace (env/ + public data), run
+``python train.py`` in it and grade it: by calling the task's grader directly, or, for a task
+whose grader needs the agent's code run, through the harness's grading path (see ``grade``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 
@@ -31,6 +33,7 @@ SCHEMA = ROOT / "pytest_mlab" / "schemas" / "task.schema.json"
 TASKS = ["vectorization", "diabetes", "digits"]
 SEED = 0  # the seed the harness passes to prepare.mini
 SCRIPT_LIMIT_S = 60  # starter and reference must each finish within a minute
+MEASURE_SANDBOX = "auto"  # where graders' measure steps run the submitted code (bwrap where it works)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -80,8 +83,43 @@ def run_script(workspace: pathlib.Path, script: str = "train.py") -> tuple[str, 
     return completed.stdout, elapsed
 
 
-def grade(task: str, workspace: pathlib.Path, hidden: pathlib.Path) -> float:
-    return load_function(task, load_spec(task)["metric"]["grader"])(workspace, hidden)
+def task_spec(task: str):
+    """The task as the harness builds it from specs/tasks/<task>.yaml."""
+    from pytest_mlab.spec.project import Project
+
+    return Project(ROOT, ROOT / "specs" / "actions", ROOT / "agents", SPECS).task_from_file(SPECS / f"{task}.yaml")
+
+
+def grade(task: str, workspace: pathlib.Path, hidden: pathlib.Path, *, sandbox: str = MEASURE_SANDBOX) -> float:
+    """The task's score for ``workspace``; an invalid submission raises InvalidSubmission.
+
+    A task whose grader needs the agent's code run (``metric.measure``) is graded as the harness
+    grades a run: ``workspace`` is snapshotted, the measure step runs its code in a ``sandbox`` of
+    that kind, and the grader runs in its own process on plain data; the agent's code never runs
+    in this process. Other graders are called directly. The public data is the folder
+    ``public`` beside ``hidden`` (as :func:`prepare` makes them), if there is one.
+    """
+    spec = task_spec(task)
+    if spec.metric.measure is None:
+        return load_function(task, load_spec(task)["metric"]["grader"])(workspace, hidden)
+    from pytest_mlab.data.cache import PreparedData
+    from pytest_mlab.grading.grader import grade_snapshot
+    from pytest_mlab.grading.measure import task_sandbox_options
+    from pytest_mlab.trace import SnapshotStore
+
+    with tempfile.TemporaryDirectory(prefix="mlab-test-grade-") as scratch:
+        public = hidden.parent / "public"
+        if not public.is_dir():
+            public = pathlib.Path(scratch, "public")
+            public.mkdir()
+        data = PreparedData(public, hidden)
+        store = SnapshotStore(pathlib.Path(scratch, "snapshots"))
+        snapshot = store.snapshot(workspace, link_paths=data.public_files()).id
+        result = grade_snapshot(spec, store, snapshot, data, sandbox=sandbox,
+                                options=task_sandbox_options(spec, spec.limits, f"test-{task}"))
+    if not result.valid:
+        raise InvalidSubmission(result.invalid_reason)
+    return result.score
 
 
 def improvement(task: str, score: float, baseline: float) -> float:
@@ -404,6 +442,7 @@ def vectorization_workspace(tmp_path: pathlib.Path, source: str | None) -> pathl
     return workspace
 
 
+@pytest.mark.slow
 def test_vectorization_reference_is_accepted_and_self_report_ignored(prepared, tmp_path):
     _, hidden = prepared("vectorization")
     workspace = vectorization_workspace(tmp_path, REFERENCE_TRAIN.read_text())
@@ -412,6 +451,7 @@ def test_vectorization_reference_is_accepted_and_self_report_ignored(prepared, t
     assert sorted(p.name for p in workspace.iterdir()) == ["submission.csv", "train.py"]  # no __pycache__
 
 
+@pytest.mark.slow
 def test_vectorization_timer_cannot_be_patched_by_train_py(prepared, tmp_path):
     _, hidden = prepared("vectorization")
     source = REFERENCE_TRAIN.read_text() + "\ntime.perf_counter = lambda: 0.0\ntime.time = lambda: 0.0\ntime.process_time = lambda: 0.0\n"
@@ -435,6 +475,7 @@ WRONG_OUTPUTS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(WRONG_OUTPUTS))
 def test_vectorization_wrong_output_is_rejected(case, prepared, tmp_path):
     _, hidden = prepared("vectorization")
@@ -445,7 +486,7 @@ def test_vectorization_wrong_output_is_rejected(case, prepared, tmp_path):
 
 
 BROKEN_SOURCES = {
-    "missing train.py": (None, "train.py: file not found in the workspace"),
+    "missing train.py": (None, "train.py was not written"),
     "missing class": (REFERENCE_TRAIN.read_text().replace("class Conv2DLayer", "class ConvLayer"),
                       "train.py: defines no class Conv2DLayer"),
     "import error": ("import numpy as np\nraise RuntimeError('boom at import')\n",
@@ -461,7 +502,7 @@ BROKEN_SOURCES = {
         "train.py: Conv2DLayer(3, 8, 3, 1, 1, 'relu') (then setting .kernel_matrices and .biases) raised "
         "TypeError"),
     "sys.exit at import": ("import sys\nsys.exit(3)\n", "train.py: importing the module raised SystemExit: 3"),
-    "process killed": ("import os\nos._exit(3)\n", "the timing process exited with status 3"),
+    "process killed": ("import os\nos._exit(3)\n", "exited with status 3 before reporting a result"),
     "forward returns non-array": (
         "class Conv2DLayer:\n    def __init__(self, *args):\n        pass\n"
         "    def forward(self, features_batch):\n        return object()\n",

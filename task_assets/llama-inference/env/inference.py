@@ -1,9 +1,10 @@
 """Generation speed of a LLaMA model: the script to make faster.
 
-The grader imports this file and calls ``load_model()`` once, then times
-``generate(model, input_ids)`` on hidden prompts (see evaluation_details.txt). Keep both
-functions and what they return; change how they work. ``main()`` measures the same thing on
-WikiText test text and prints the average generation time per token.
+For the score, this file is imported in a fresh process that calls ``load_model()`` once, then
+``generate(model, input_ids)`` on hidden prompts, and that process's CPU time is compared with
+the original file's (see evaluation_details.txt). Keep both functions and what they return;
+change how they work. ``main()`` measures the same thing on WikiText test text and prints the
+average generation time per token.
 """
 
 import time

@@ -1,0 +1,101 @@
+"""What task graders read of a measure step (:mod:`.measure`), on the host: plain data only.
+
+``measured/<subject>/<n>/exec.json`` is the harness's record of one execution; ``out/`` next to it
+holds what the measure script (and, in the same process, the agent's code) wrote. Graders treat
+``out/`` as untrusted input: :meth:`Execution.result` reads a bounded JSON object, and
+:func:`load_array` loads ``.npy`` files without pickles and checks what they hold.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_mlab.errors import InvalidSubmission
+
+SUBMISSION, STARTER, OVERHEAD = "submission", "starter", "overhead"  # the subjects of executions
+RESULT = "result.json"  # as mlab_measure.finish names it
+_RESULT_MAX_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Execution:
+    """One execution of the measure script, as the harness recorded it."""
+
+    folder: Path  # measured/<subject>/<n>
+    subject: str
+    index: int
+    returncode: int | None
+    timed_out: bool
+    timeout: float
+    cpu_time: float | None
+    output_tail: str
+    truncated_reason: str | None
+
+    @property
+    def out(self) -> Path:
+        """What the script wrote to ``.mlab-measure/out``: regular files only."""
+        return self.folder / "out"
+
+    def result(self) -> dict[str, Any] | None:
+        """``out/result.json`` (what ``mlab_measure.finish`` or ``failure`` wrote) when the
+        execution ended by itself and the file holds a JSON object; None otherwise."""
+        if self.timed_out or self.truncated_reason:
+            return None
+        path = self.out / RESULT
+        try:
+            if path.is_symlink() or not path.is_file() or path.stat().st_size > _RESULT_MAX_BYTES:
+                return None
+            value = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return value if isinstance(value, dict) else None
+
+    def failure(self, what: str) -> str:
+        """Why this execution gave no result, for a message: ``what`` names what was measured."""
+        if self.timed_out:
+            return f"{what} did not finish within {self.timeout:.0f} s"
+        if self.truncated_reason:
+            return f"{what} wrote more output files than a measurement may: {self.truncated_reason}"
+        tail = self.output_tail.strip()[-1500:]
+        return (f"{what} exited with status {self.returncode} before reporting a result "
+                f"(the code ended the process or it crashed); output: {tail or '(none)'}")
+
+
+def executions(measured: Path, subject: str = SUBMISSION) -> list[Execution]:
+    """Every recorded execution of ``subject``, in order (one unless the task is timed)."""
+    folders = sorted((p for p in (Path(measured) / subject).glob("*") if p.name.isdigit()), key=lambda p: int(p.name))
+    return [_execution(folder) for folder in folders]
+
+
+def _execution(folder: Path) -> Execution:
+    record = json.loads((folder / "exec.json").read_text(encoding="utf-8"))
+    cpu = record.get("cpu_time")
+    return Execution(folder=folder, subject=record["subject"], index=int(folder.name),
+                     returncode=record.get("returncode"), timed_out=bool(record.get("timed_out")),
+                     timeout=float(record.get("timeout") or 0), cpu_time=float(cpu) if cpu is not None else None,
+                     output_tail=str(record.get("output_tail") or ""), truncated_reason=record.get("truncated_reason"))
+
+
+def load_array(path: Path, label: str):
+    """A numeric ``.npy`` array the measurement saved, loaded without pickles; anything else is
+    an invalid submission naming ``label`` (what the array should have been)."""
+    import numpy as np
+
+    if path.is_symlink() or not path.is_file():
+        raise InvalidSubmission(f"{label}: the measurement saved no {path.name}")
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as error:
+        raise InvalidSubmission(f"{label}: {path.name} is not a numpy array without pickles ({error})") from None
+    if not isinstance(array, np.ndarray) or array.dtype.kind not in "biuf":
+        raise InvalidSubmission(f"{label}: expected a numeric array, got {getattr(array, 'dtype', type(array))}")
+    return array
+
+
+def finite_positive(value: Any) -> bool:
+    """Whether ``value`` is a real, finite, strictly positive number (a possible duration)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0

@@ -1,0 +1,91 @@
+"""The arithmetic of timed tasks: the submission's CPU time relative to the unchanged starter's.
+
+The measure step (:mod:`.measure`) runs the submission, the starter and an overhead execution
+(interpreter and library start-up only, no agent code) ``repeats`` times, interleaved, each in a
+fresh sandbox, and records the CPU seconds the sandbox counted for each. The score is
+
+    relative time = (min(submission) - min(overhead)) / (min(starter) - min(overhead))
+
+1.0 for the starter itself, lower is better. Minimums, because noise only ever adds time. The
+numerator is at least :data:`MIN_WORK_S`: an execution that differs from the start-up by less
+than that is below what the measurement can resolve, and must not divide into ~0 or a negative
+number by chance.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_mlab.errors import GradingError, InvalidSubmission
+from pytest_mlab.grading.measured import OVERHEAD, STARTER, SUBMISSION, executions, finite_positive
+
+#: Smallest CPU time (seconds) the submission's own work counts as: below the start-up noise.
+MIN_WORK_S = 0.01
+
+
+@dataclass(frozen=True)
+class Timing:
+    """CPU seconds of every timed execution, as the harness measured them."""
+
+    repeats: int
+    submission: tuple[float, ...]
+    starter: tuple[float, ...]
+    overhead: tuple[float, ...]
+
+    @property
+    def relative(self) -> float:
+        """The submission's time over the starter's, start-up subtracted from both."""
+        start_up = min(self.overhead)
+        work = max(min(self.submission) - start_up, MIN_WORK_S)
+        starter_work = min(self.starter) - start_up
+        if starter_work <= 0:
+            raise GradingError(f"the unchanged starter took no more CPU time than start-up alone "
+                               f"(starter {min(self.starter):.3f} s, start-up {start_up:.3f} s): "
+                               f"the task's measure script does not time the starter's work")
+        return work / starter_work
+
+
+def read_timing(measured: Path, what: str) -> Timing:
+    """The timing of a measure step, checked: every repeat of each execution ran and reported a
+    possible CPU time. A failed or impossible submission execution makes the submission invalid
+    (``what`` names what was timed, for the message); a failed starter or overhead execution is
+    a grading error."""
+    record = json.loads((Path(measured) / "timing.json").read_text(encoding="utf-8"))
+    repeats = int(record["repeats"])
+    if not record.get("complete", False):
+        _raise_first_failure(measured, what)
+        raise GradingError(f"the measure step stopped before timing every execution: {record.get('stopped')}")
+    values: dict[str, tuple[float, ...]] = {}
+    for name in (SUBMISSION, STARTER, OVERHEAD):
+        times = record.get(name) or []
+        if len(times) != repeats:
+            raise GradingError(f"the measure step timed the {name} {len(times)} times, not {repeats}")
+        if None in times:
+            raise GradingError(f"the sandbox reported no CPU time for the {name}: this backend cannot time "
+                               f"measurements here")
+        bad = [value for value in times if not finite_positive(value)]
+        if bad and name == SUBMISSION:
+            raise InvalidSubmission(f"{what}: impossible CPU time {bad[0]!r} s measured; the submission is not scored")
+        if bad:
+            raise GradingError(f"impossible CPU time {bad[0]!r} s measured for the {name}")
+        values[name] = tuple(float(value) for value in times)
+    return Timing(repeats, values[SUBMISSION], values[STARTER], values[OVERHEAD])
+
+
+def relative_time(measured: Path, what: str) -> float:
+    """The timed task's score: see the module's docstring."""
+    return read_timing(measured, what).relative
+
+
+def _raise_first_failure(measured: Path, what: str) -> None:
+    """When measuring stopped at a failed execution: say which and why."""
+    for name in (SUBMISSION, STARTER, OVERHEAD):
+        for execution in executions(measured, name):
+            if execution.timed_out or execution.returncode != 0 or execution.truncated_reason:
+                message = execution.failure(f"the {name} execution {execution.index + 1}")
+                if name == SUBMISSION:
+                    raise InvalidSubmission(f"{what}: {message}")
+                timed = "the unchanged starter" if name == STARTER else "start-up alone (the overhead execution)"
+                raise GradingError(f"timing {timed} failed: {message}")

@@ -1,0 +1,1 @@
+../literature-review-tool/measure.py

@@ -1,0 +1,206 @@
+"""The measure step (pytest_mlab/grading/measure.py): a fresh sandbox per execution, populated like
+the run's workspace, an allow-listed environment, plain data brought back safely, and the
+interleaved timing of submission, starter and start-up."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_mlab.grading.measure import MEASURE_DIR, copy_regular_tree
+from pytest_mlab.grading.measured import executions
+from tests.grading.support import tiny_task
+from tests.sandbox.backends import kind  # noqa: F401  (the fixture: every backend that can run here)
+
+HEADER = "import json, os, sys\nimport mlab_measure\ninputs, out = mlab_measure.folders()\n"
+
+
+def script(body: str) -> str:
+    return HEADER + textwrap.dedent(body) + "\nmlab_measure.finish(out)\n"
+
+
+def saved(measured: Path, name: str, subject: str = "submission", index: int = 0):
+    return json.loads((measured / subject / str(index) / "out" / name).read_text())
+
+
+def test_one_execution_writes_its_record_and_brings_its_output_back(tmp_path):
+    task = tiny_task(tmp_path, script('''
+        os.makedirs(os.path.join(out, "deep", "er"))
+        open(os.path.join(out, "deep", "er", "value.txt"), "w").write("42")
+        print("to stdout"); print("to stderr", file=sys.stderr)
+    '''))
+    measured = task.measure("local", {"train.py": "x = 1\n"})
+    (run,) = executions(measured)
+    assert run.returncode == 0 and not run.timed_out and run.truncated_reason is None
+    assert run.cpu_time is not None and run.cpu_time > 0
+    assert "to stdout" in run.output_tail and "to stderr" in run.output_tail
+    assert (run.out / "deep" / "er" / "value.txt").read_text() == "42"
+    assert run.result() == {}
+    assert not (measured / "timing.json").exists()
+
+
+def test_the_environment_is_the_allow_list_and_names_no_hidden_path(kind, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-canary-measure")
+    task = tiny_task(tmp_path, script('''
+        json.dump({"env": dict(os.environ), "argv": sys.argv, "cwd": os.getcwd(),
+                   "inputs": sorted(os.listdir(inputs))}, open(os.path.join(out, "seen.json"), "w"))
+    '''), hidden={"given.txt": "input", "answers.txt": "the answers"}, inputs=("given.txt",))
+    seen = saved(task.measure(kind, {"train.py": ""}), "seen.json")
+    assert seen["env"]["MLAB_MEASURE_PHASE"] == "run"
+    text = json.dumps(seen)
+    assert "sk-canary-measure" not in text and "OPENAI_API_KEY" not in text
+    assert str(task.data.hidden) not in text and str(task.root) not in text
+    assert seen["argv"][1:] == [f"{MEASURE_DIR}/inputs", f"{MEASURE_DIR}/out"]
+    assert seen["inputs"] == ["given.txt"], "only the declared inputs, never the rest of the hidden folder"
+
+
+def test_every_execution_gets_a_fresh_sandbox(kind, tmp_path):
+    """Nothing an execution leaves (workspace files, /tmp, HOME) is seen by the next one."""
+    task = tiny_task(tmp_path, script('''
+        import tempfile
+        places = ["left_behind.txt", os.path.join(tempfile.gettempdir(), "left_behind.txt"),
+                  os.path.join(os.path.expanduser("~"), "left_behind.txt")]
+        found = [place for place in places if os.path.exists(place)]
+        for place in places:
+            open(place, "w").write("from an earlier execution")
+        json.dump(found, open(os.path.join(out, "found.json"), "w"))
+    '''), starter={"work.py": ""}, repeats=2)
+    measured = task.measure(kind, {"work.py": "# mine\n"})
+    for subject in ("submission", "starter"):
+        for index in range(2):
+            assert saved(measured, "found.json", subject, index) == []
+
+
+def test_subjects_get_their_own_files_and_the_overhead_execution_nothing(kind, tmp_path):
+    task = tiny_task(tmp_path, script('''
+        files = sorted(os.path.relpath(os.path.join(d, f), ".") for d, _, fs in os.walk(".") for f in fs)
+        json.dump({"files": files, "phase": os.environ["MLAB_MEASURE_PHASE"]}, open(os.path.join(out, "ws.json"), "w"))
+    '''), starter={"work.py": "# the starter\n", "helper.py": ""}, public={"data/table.csv": "a\n1\n"}, repeats=1)
+    measured = task.measure(kind, {"work.py": "# the submission\n", "notes.txt": "mine"})
+    measure_files = [f"{MEASURE_DIR}/measure.py", f"{MEASURE_DIR}/mlab_measure.py"]
+    submission, starter, overhead = (saved(measured, "ws.json", name) for name in ("submission", "starter", "overhead"))
+    assert submission == {"files": sorted(["data/table.csv", "notes.txt", "work.py", *measure_files]), "phase": "run"}
+    assert starter == {"files": sorted(["data/table.csv", "helper.py", "work.py", *measure_files]), "phase": "run"}
+    assert overhead == {"files": sorted(measure_files), "phase": "overhead"}
+
+
+def test_timed_executions_are_interleaved_in_rotating_order(tmp_path):
+    task = tiny_task(tmp_path, script(""), starter={"work.py": ""}, repeats=4)
+    measured = task.measure("local", {"work.py": ""})
+    timing = json.loads((measured / "timing.json").read_text())
+    assert timing["order"] == [["submission", "starter", "overhead"], ["starter", "overhead", "submission"],
+                               ["overhead", "submission", "starter"], ["submission", "starter", "overhead"]]
+    assert timing["unit"] == "cpu_seconds" and timing["repeats"] == 4 and timing["complete"]
+    for name in ("submission", "starter", "overhead"):
+        assert len(timing[name]) == 4 and all(value > 0 for value in timing[name])
+        assert [run.index for run in executions(measured, name)] == [0, 1, 2, 3]
+
+
+def test_timing_stops_at_the_first_failed_execution(tmp_path):
+    task = tiny_task(tmp_path, script('''
+        if os.path.exists("broken"):
+            sys.exit(5)
+    '''), starter={"work.py": ""}, repeats=3)
+    measured = task.measure("local", {"broken": ""})
+    timing = json.loads((measured / "timing.json").read_text())
+    assert not timing["complete"] and timing["submission"] and not timing["starter"]
+    assert [run.returncode for run in executions(measured)] == [5]
+    assert not (measured / "starter").exists()
+
+
+def test_links_of_the_snapshot_and_a_prefilled_measure_folder_never_reach_the_sandbox(kind, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("private")
+    task = tiny_task(tmp_path / "task", script('''
+        json.dump({"link": os.path.lexists("secret.txt"), "listed": sorted(os.listdir(out)),
+                   "script": open(sys.argv[0]).read().startswith("import json")},
+                  open(os.path.join(out, "seen.json"), "w"))
+    '''))
+    measured = task.measure(kind, {f"{MEASURE_DIR}/out/result.json": '{"forged": true}',
+                                   f"{MEASURE_DIR}/measure.py": "print('replaced')", "train.py": ""},
+                            links={"secret.txt": str(secret)})
+    assert saved(measured, "seen.json") == {"link": False, "listed": [], "script": True}
+    assert executions(measured)[0].result() == {}
+
+
+def test_only_regular_files_come_back_and_only_up_to_the_limit(kind, tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("host file")
+    task = tiny_task(tmp_path / "task", script(f'''
+        os.symlink({str(outside)!r}, os.path.join(out, "link.txt"))
+        os.symlink("/", os.path.join(out, "root"))
+        os.mkfifo(os.path.join(out, "fifo"))
+        open(os.path.join(out, "a_small.txt"), "w").write("ok")
+        open(os.path.join(out, "big.bin"), "wb").write(b"x" * 5000)
+    '''), output_limit=4096)
+    (run,) = executions(task.measure(kind, {"train.py": ""}))
+    assert sorted(p.name for p in run.out.iterdir()) == ["a_small.txt"]
+    assert "4096 bytes" in run.truncated_reason and "big.bin" in run.truncated_reason
+    assert run.result() is None and "more output files than a measurement may" in run.failure("it")
+
+
+def test_an_output_folder_swapped_for_a_link_brings_nothing_back(kind, tmp_path):
+    task = tiny_task(tmp_path, script('''
+        import shutil
+        shutil.rmtree(out)
+        os.symlink("/etc", out)
+    '''))
+    (run,) = executions(task.measure(kind, {"train.py": ""}))
+    assert list(run.out.iterdir()) == [] and "is not a folder" in run.truncated_reason
+
+
+def test_data_files_are_linked_read_only(tmp_path):
+    task = tiny_task(tmp_path, script('''
+        try:
+            open("data.csv", "a").write("tampered")
+            result = "written"
+        except OSError as error:
+            result = type(error).__name__
+        json.dump(result, open(os.path.join(out, "write.json"), "w"))
+    '''), public={"data.csv": "a\n1\n"})
+    for backend in ("bwrap", "docker"):
+        from pytest_mlab.sandbox.registry import sandbox_unavailable
+
+        if sandbox_unavailable(backend):
+            continue
+        assert saved(task.measure(backend, {"train.py": ""}), "write.json") != "written"
+    assert (task.data.public / "data.csv").read_text() == "a\n1\n"
+
+
+def test_the_copy_back_counts_files(tmp_path):
+    source = tmp_path / "root" / "out"
+    source.mkdir(parents=True)
+    for index in range(5):
+        (source / f"f{index}").write_text("x")
+    copied = copy_regular_tree(tmp_path / "root", "out", tmp_path / "dest", max_bytes=1 << 20, max_files=3)
+    assert copied.files == 3 and copied.truncated == "more than 3 files"
+    assert sorted(os.listdir(tmp_path / "dest")) == ["f0", "f1", "f2"]
+
+
+def test_a_timed_out_execution_is_recorded(tmp_path):
+    task = tiny_task(tmp_path, script("import time\ntime.sleep(60)\n"), timeout=1)
+    (run,) = executions(task.measure("local", {"train.py": ""}))
+    assert run.timed_out and run.returncode is None and run.result() is None
+    assert run.failure("the measurement") == "the measurement did not finish within 1 s"
+
+
+@pytest.mark.parametrize("submission, link, message", [
+    ("train.py", "train.py", "train.py is a symbolic link; graders read regular files only"),
+    ("checkpoints/params.npz", "checkpoints", "checkpoints/params.npz lies under checkpoints, a symbolic link; "
+                                              "graders read regular files only"),
+])
+def test_a_symlinked_submission_is_invalid_and_nothing_behind_it_is_quoted(tmp_path, submission, link, message):
+    secret = tmp_path / "private"
+    secret.mkdir()
+    (secret / "params.npz").write_text("token=very-secret-value\n")
+    task = tiny_task(tmp_path / "task", script(""), submission=submission)
+    grade = task.grade("local", {}, links={link: str(secret / "params.npz" if link == submission else secret)})
+    assert not grade.valid and grade.score is None
+    assert grade.invalid_reason.startswith(message)
+    assert "very-secret-value" not in grade.invalid_reason and str(secret) not in grade.invalid_reason
+    elsewhere = task.grade("local", {submission: "mine"}, links={"other": str(secret)})
+    assert elsewhere.valid and elsewhere.score == 1.0  # a link elsewhere is left out, not an error

@@ -1,0 +1,103 @@
+"""The timing arithmetic (pytest_mlab/grading/timing.py) on measured folders written by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from pytest_mlab.errors import GradingError, InvalidSubmission
+from pytest_mlab.grading.timing import MIN_WORK_S, Timing, read_timing, relative_time
+
+
+def measured_folder(root: Path, *, submission, starter, overhead, complete: bool = True,
+                    failed: tuple[str, int, int | None] | None = None, stopped: str | None = None) -> Path:
+    """A measured/ folder as the measure step writes it; ``failed``: (subject, index, returncode)
+    of the execution that stopped the measurement (None: it timed out)."""
+    measured = root / "measured"
+    times = {"submission": submission, "starter": starter, "overhead": overhead}
+    for name, values in times.items():
+        for index, value in enumerate(values):
+            folder = measured / name / str(index)
+            (folder / "out").mkdir(parents=True)
+            code, timed_out = 0, False
+            if failed and failed[:2] == (name, index):
+                code, timed_out = failed[2], failed[2] is None
+            (folder / "exec.json").write_text(json.dumps({
+                "subject": name, "phase": "overhead" if name == "overhead" else "run", "returncode": code,
+                "timed_out": timed_out, "timeout": 60, "cpu_time": value, "output_tail": "Traceback: boom",
+                "truncated": False, "truncated_reason": None, "skipped": []}))
+    (measured / "timing.json").write_text(json.dumps({"unit": "cpu_seconds", "repeats": 3, **times, "order": [],
+                                                      "complete": complete, "stopped": stopped}))
+    return measured
+
+
+def test_relative_time_subtracts_start_up_from_the_fastest_of_each(tmp_path):
+    measured = measured_folder(tmp_path, submission=[1.2, 0.7, 0.9], starter=[2.4, 2.2, 2.6], overhead=[0.25, 0.2, 0.3])
+    assert relative_time(measured, "work.py") == pytest.approx((0.7 - 0.2) / (2.2 - 0.2))
+
+
+def test_the_starter_scores_one():
+    assert Timing(3, (2.0, 2.1, 2.2), (2.0, 2.3, 2.1), (0.1, 0.1, 0.1)).relative == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("submission", [0.2, 0.1, 0.05])
+def test_work_below_the_resolution_counts_as_the_floor(submission):
+    """A submission measured at or below start-up (noise) neither divides into ~0 nor goes negative."""
+    timing = Timing(1, (submission,), (2.2,), (0.2,))
+    assert timing.relative == pytest.approx(MIN_WORK_S / 2.0)
+
+
+def test_a_starter_no_slower_than_start_up_is_a_grading_error():
+    with pytest.raises(GradingError, match="the unchanged starter took no more CPU time than start-up alone"):
+        Timing(1, (1.0,), (0.2,), (0.3,)).relative
+
+
+@pytest.mark.parametrize("bad", [0.0, -1000.0, math.nan, math.inf])
+def test_impossible_submission_times_make_it_invalid(tmp_path, bad):
+    measured = measured_folder(tmp_path, submission=[1.0, bad, 1.0], starter=[2.0] * 3, overhead=[0.1] * 3)
+    with pytest.raises(InvalidSubmission, match="work.py: impossible CPU time"):
+        relative_time(measured, "work.py")
+
+
+def test_impossible_starter_times_are_a_grading_error(tmp_path):
+    measured = measured_folder(tmp_path, submission=[1.0] * 3, starter=[2.0, -5.0, 2.0], overhead=[0.1] * 3)
+    with pytest.raises(GradingError, match="impossible CPU time -5.0 s measured for the starter"):
+        relative_time(measured, "work.py")
+
+
+def test_a_backend_without_cpu_time_is_a_grading_error(tmp_path):
+    measured = measured_folder(tmp_path, submission=[1.0] * 3, starter=[2.0] * 3, overhead=[None] * 3)
+    with pytest.raises(GradingError, match="reported no CPU time for the overhead"):
+        relative_time(measured, "work.py")
+
+
+def test_a_missing_repeat_is_a_grading_error(tmp_path):
+    measured = measured_folder(tmp_path, submission=[1.0] * 2, starter=[2.0] * 3, overhead=[0.1] * 3)
+    with pytest.raises(GradingError, match="timed the submission 2 times, not 3"):
+        relative_time(measured, "work.py")
+
+
+def test_a_failed_submission_execution_makes_it_invalid(tmp_path):
+    measured = measured_folder(tmp_path, submission=[1.0, 1.0], starter=[2.0], overhead=[0.1], complete=False,
+                               failed=("submission", 1, 3))
+    with pytest.raises(InvalidSubmission, match=r"work.py: the submission execution 2 exited with status 3 .*boom"):
+        read_timing(measured, "work.py")
+
+
+@pytest.mark.parametrize("subject, message", [("starter", "timing the unchanged starter failed"),
+                                              ("overhead", r"timing start-up alone \(the overhead execution\) failed")])
+def test_a_failed_starter_or_overhead_execution_is_a_grading_error(tmp_path, subject, message):
+    measured = measured_folder(tmp_path, submission=[1.0], starter=[2.0], overhead=[0.1], complete=False,
+                               failed=(subject, 0, None))
+    with pytest.raises(GradingError, match=f"{message}: .* did not finish within 60 s"):
+        read_timing(measured, "work.py")
+
+
+def test_a_measurement_stopped_for_want_of_cpu_accounting_says_so(tmp_path):
+    measured = measured_folder(tmp_path, submission=[None], starter=[], overhead=[], complete=False,
+                               stopped="the bwrap sandbox cannot count the CPU time of what it runs here")
+    with pytest.raises(GradingError, match="stopped before timing every execution: the bwrap sandbox cannot count"):
+        read_timing(measured, "work.py")
