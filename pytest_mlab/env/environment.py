@@ -3,6 +3,9 @@
 Every call is checked against the agent's action list and the action's declared arguments, runs
 with the run's limits, and is recorded in the trace with a snapshot of the workspace. Anything the
 agent gets wrong comes back as an ``EnvError: ...`` observation; nothing it sends can crash the run.
+When the snapshot leaves files out (over the run's snapshot limits, sparse, or hard links to
+outside content), the observation says so: those files will not be graded, and the agent should
+know while it can still act on it.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import difflib
 import json
 import time
+from collections.abc import Sequence
 from typing import Any, Callable
 
 from pytest_mlab.actions.registry import load_implementation
@@ -18,7 +22,7 @@ from pytest_mlab.errors import EnvError
 from pytest_mlab.llm.base import LLMError, TokenLimitExceeded
 from pytest_mlab.sandbox.base import Sandbox
 from pytest_mlab.spec.models import ActionSpec, ArgumentSpec, Limits
-from pytest_mlab.trace import SnapshotStore, TraceWriter
+from pytest_mlab.trace import Snapshot, SnapshotCaps, SnapshotStore, TraceWriter
 
 # How a run ended, as results and the trace name it.
 FINAL_ANSWER = "final answer"
@@ -28,6 +32,9 @@ CRASHED = "crashed"
 INTERRUPTED = "interrupted"
 NO_FINAL_ANSWER = "no final answer"
 TOKEN_LIMIT = "token limit"
+
+NOTE_NAMES = 5  # files a snapshot note names before "and N more"
+RECORD_NAMES = 100  # files a trace record of a snapshot's omissions lists
 
 
 class Environment:
@@ -95,12 +102,14 @@ class Environment:
                 self.end_reason = STEP_LIMIT
             elif self.elapsed >= self.limits.max_time:
                 self.end_reason = TIME_LIMIT
-        self.last_snapshot = self._snapshot()
+        snapshot = self._snapshot()
+        if snapshot.omitted:
+            observation = f"{observation}\n\n{omitted_note(snapshot.omitted)}"
         self.trace.write({"type": "step", "step": self.steps, "action": action, "arguments": arguments,
                           "observation": observation, "error": is_error, "started": started_wall,
                           "duration": round(time.monotonic() - started, 6), "low_level": context.low_level,
                           "snapshot": self.last_snapshot, "ended": self.end_reason,
-                          **({"thinking": thinking} if thinking else {})})
+                          **({"thinking": thinking} if thinking else {}), **omitted_record(snapshot.omitted)})
         if llm_failure is not None:
             raise llm_failure  # the runner records how the run ended, with the message
         return observation
@@ -112,15 +121,24 @@ class Environment:
         self.trace.write({"type": "ended", "reason": self.end_reason, "detail": detail, "steps": self.steps})
 
     def final_snapshot(self) -> str:
-        """The workspace as it is now, after anything a dying run left behind."""
-        self.last_snapshot = self._snapshot()
-        return self.last_snapshot
+        """The workspace as it is now, after anything a dying run left behind; what it leaves
+        out is recorded in the trace, since no observation will carry it."""
+        snapshot = self._snapshot()
+        if snapshot.omitted:
+            self.trace.write({"type": "snapshot", "snapshot": snapshot.id, "note": omitted_note(snapshot.omitted),
+                              **omitted_record(snapshot.omitted)})
+        return snapshot.id
 
     # ------------------------------------------------------------------ helpers
 
-    def _snapshot(self) -> str:
+    def _snapshot(self) -> Snapshot:
+        """Snapshot the workspace within the run's limits (read-only data is linked, never counted)."""
         self.sandbox.sync_out()
-        return self.snapshots.snapshot(self.sandbox.workspace, link_paths=self.read_only.files).id
+        caps = SnapshotCaps(run_bytes=self.limits.snapshot_bytes, files=self.limits.snapshot_files,
+                            file_size=self.limits.snapshot_file_size)
+        snapshot = self.snapshots.snapshot(self.sandbox.workspace, link_paths=self.read_only.files, caps=caps)
+        self.last_snapshot = snapshot.id
+        return snapshot
 
     def _spec(self, action: str) -> ActionSpec:
         if not isinstance(action, str) or action not in self.actions:
@@ -152,6 +170,22 @@ class Environment:
             else:
                 values[arg.name] = arg.default
         return values
+
+
+def omitted_note(omitted: Sequence[tuple[str, str]]) -> str:
+    """One short paragraph telling the agent which files the snapshot left out, and why."""
+    count = len(omitted)
+    named = ", ".join(f"{path} ({reason})" for path, reason in omitted[:NOTE_NAMES])
+    more = f", and {count - NOTE_NAMES:,} more" if count > NOTE_NAMES else ""
+    subject = "1 file was" if count == 1 else f"{count:,} files were"
+    return f"Note: {subject} not saved in the workspace snapshot and will not be graded: {named}{more}."
+
+
+def omitted_record(omitted: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    """The trace fields for a snapshot's omissions (none when it kept everything)."""
+    if not omitted:
+        return {}
+    return {"omitted": {"count": len(omitted), "files": [list(item) for item in omitted[:RECORD_NAMES]]}}
 
 
 def usage(spec: ActionSpec) -> str:

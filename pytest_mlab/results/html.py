@@ -26,6 +26,7 @@ THINKING_KEYS = ("thinking", "reflection", "research_plan", "plan", "fact_check"
 MAX_TEXT = 20_000  # characters of one observation or argument shown in the report
 MAX_DIFF_FILE = 256 * 1024
 MAX_DIFF_LINES = 400
+MAX_DIFF_FILES = 200  # files one step's diff shows; the rest are counted
 
 
 def write_report(out_dir: Path, runs: list[RunResult], plots: list[Path], title: str = "pytest-mlab report") -> Path:
@@ -98,32 +99,43 @@ def _run(result: RunResult) -> dict[str, Any]:
 
 
 def _diffs(store: SnapshotStore, old: str, new: str) -> list[dict[str, str]]:
-    """Unified diffs of the text files a step changed; binary or large files are only named."""
+    """Unified diffs of the text files a step changed; binary or large files are only named, and
+    past ``MAX_DIFF_FILES`` files are only counted. Each listed file costs one lookup, so a step
+    that touches 100,000 files costs what listing its paths costs."""
     if old == new:
         return []
     try:
         changes = store.diff(old, new)
     except TraceError as exc:
         return [{"path": "?", "status": "unreadable", "text": str(exc)}]
-    files = store.manifest(new)["files"]
-    out = []
+    out: list[dict[str, str]] = []
     for status in ("added", "changed", "removed"):
         for path in changes[status]:
-            size = max(files.get(path, {}).get("size", 0), 0)
-            if size > MAX_DIFF_FILE:
-                out.append({"path": path, "status": status, "text": f"({size} bytes, not shown)"})
-                continue
-            before = _text(store, old, path) if status != "added" else ""
-            after = _text(store, new, path) if status != "removed" else ""
-            if before is None or after is None:
-                out.append({"path": path, "status": status, "text": "(binary file)"})
-                continue
-            lines = list(difflib.unified_diff(before.splitlines(), after.splitlines(), f"a/{path}", f"b/{path}",
-                                              lineterm=""))
-            if len(lines) > MAX_DIFF_LINES:
-                lines = lines[:MAX_DIFF_LINES] + [f"... ({len(lines) - MAX_DIFF_LINES} more lines)"]
-            out.append({"path": path, "status": status, "text": "\n".join(lines)})
+            if len(out) == MAX_DIFF_FILES:
+                break
+            out.append(_file_diff(store, old, new, path, status))
+    left = sum(len(paths) for paths in changes.values()) - len(out)
+    if left > 0:
+        out.append({"path": "...", "status": "more", "text": f"{left} more files changed in this step (not shown)"})
     return out
+
+
+def _file_diff(store: SnapshotStore, old: str, new: str, path: str, status: str) -> dict[str, str]:
+    try:
+        entry = store.file_entry(old if status == "removed" else new, path) or {}
+        size = max(int(entry.get("size", 0)), 0)
+        if size > MAX_DIFF_FILE:
+            return {"path": path, "status": status, "text": f"({size} bytes, not shown)"}
+        before = _text(store, old, path) if status != "added" else ""
+        after = _text(store, new, path) if status != "removed" else ""
+    except (TraceError, OSError) as exc:
+        return {"path": path, "status": status, "text": f"(unreadable: {exc})"}
+    if before is None or after is None:
+        return {"path": path, "status": status, "text": "(binary file)"}
+    lines = list(difflib.unified_diff(before.splitlines(), after.splitlines(), f"a/{path}", f"b/{path}", lineterm=""))
+    if len(lines) > MAX_DIFF_LINES:
+        lines = lines[:MAX_DIFF_LINES] + [f"... ({len(lines) - MAX_DIFF_LINES} more lines)"]
+    return {"path": path, "status": status, "text": "\n".join(lines)}
 
 
 def _text(store: SnapshotStore, snapshot: str, path: str) -> str | None:

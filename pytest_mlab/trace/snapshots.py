@@ -1,4 +1,4 @@
-"""Content-addressed workspace snapshots: each step stores only what changed.
+"""Content-addressed workspace snapshots: each step stores only what changed, within limits.
 
 Layout under the store root::
 
@@ -14,17 +14,45 @@ store (``{"base": id, "set": {changed entries}, "unset": [removed paths], "dirs"
 step that changes one file of a 10,000-file workspace costs one entry, not 10,000. Every
 ``MAX_CHAIN``-th manifest is stored whole, bounding the work to read any one of them.
 
-Safety and cost:
+What a snapshot keeps (the workspace belongs to an agent that may want to smuggle content in):
 
 * The walk never follows a symlink: it holds a directory fd at each level (``os.fwalk``) and
   opens files with ``O_NOFOLLOW``, so even a link swapped in mid-walk cannot make us copy what
-  it points to (it may point at secrets).
-* Blobs and manifests are written to a temp file and ``os.replace``-d into place (and fsynced
-  unless ``fsync=False``), so a crash or a concurrent writer never leaves a partial blob.
-* Unchanged files are not re-read: a per-store cache maps (path, device, inode, size, mtime)
-  to the digest. As in git's "racy clean" rule, a file modified less than ``racy_window_ns``
-  before the snapshot began is not cached, because a later same-size edit within the same
-  timestamp tick would otherwise go unnoticed.
+  it points to. A symlink is recorded as a link (the trace shows it), never as content; graders
+  are given regular files only (:meth:`SnapshotStore.materialize_regular`).
+* A regular file whose inode has more links than the workspace holds is a hard link to content
+  outside it (possible where the agent can name any file): it is left out. Only the read-only
+  data the harness linked in (``link_paths``) may have outside links.
+* Fifos, sockets and devices are skipped. A sparse file (far fewer blocks on disk than its
+  length) is left out rather than inflated to its length.
+* :class:`SnapshotCaps` bound the file size, the files per snapshot and the new bytes per store
+  (one run). Files are taken in walk order (each directory's files by name, then its
+  subdirectories by name); one is kept only while it fits. Read-only data never counts.
+* Everything left out is returned in :attr:`Snapshot.omitted` as ``(path, reason)``.
+
+Cost and safety:
+
+* Each byte is read once. A file with no known digest is copied into a temp blob while it is
+  hashed; read-only data is hard-linked into the store and hashed through the same inode.
+* Unchanged files are not re-read: a per-store cache maps (path, device, inode, size, mtime,
+  ctime) to the digest, and a process-wide cache maps read-only data's (device, inode, size,
+  mtime) to its digest, so the next run in the same process does not hash that data again.
+* The "racy clean" rule, and why the window can be a clock tick. The kernel stamps a write with
+  its coarse clock, which lags the real clock by less than one tick. A digest is cached only if
+  the file's change time is older than ``T - window``, where ``T`` is when its read began and the
+  window is the tick plus a margin: any write that could escape the read happened after ``T``
+  and so carries a stamp later than the cached one, which changes the key. The stamp checked is
+  the ctime (it cannot be set back like the mtime can); read-only data, whose ctime changes each
+  time it is linked, is keyed by mtime. A file changed within the window before the snapshot
+  began makes the snapshot wait out the rest of the window, once (a few ms), rather than stay
+  uncached; a file changed after the snapshot began is not cached. Timestamps with no sub-second
+  part (filesystems that store seconds) get a two-second window and no wait. Writes through
+  ``mmap``, or one ``write`` call lasting longer than the window, are beyond what stat shows.
+* Blobs and manifests are written to a temp file and ``os.replace``-d into place, so a crash or a
+  concurrent writer never leaves a partial one in view. Nothing is fsynced per file: before a
+  snapshot's id is returned its whole file system is synced once (``syncfs``, else ``sync``), so
+  everything a returned id needs is on disk. A power cut before that sync can leave a truncated
+  blob no returned id names; a blob is reused only if its size is right.
 * Paths in ``link_paths`` (large read-only data) are hard-linked into the store, costing no
   space. The blob then shares the workspace file's inode: editing that file in place would also
   change the stored blob, which is why this is only for data the agent must not modify.
@@ -32,6 +60,7 @@ Safety and cost:
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import hashlib
 import json
@@ -40,23 +69,57 @@ import re
 import shutil
 import stat
 import tempfile
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Callable
 
 from pytest_mlab.errors import TraceError
 
 _FORMAT = 1
 MAX_CHAIN = 32  # deltas between two whole manifests
+SPARSE_MIN_SIZE = 1 << 20  # smaller files are never called sparse
+DATA_CACHE_SIZE = 4096  # digests of read-only data remembered across stores
 _CHUNK = 1 << 20
 _TMP_PREFIX = ".tmp-"
 _ID_RE = re.compile(r"[0-9a-f]{16}")
 _SHA_RE = re.compile(r"[0-9a-f]{64}")
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+_CLOCK_REALTIME_COARSE = 5  # Linux; the clock file timestamps are taken from
+_SECOND = 1_000_000_000
 
-_CacheKey = tuple[str, int, int, int, int]  # path, st_dev, st_ino, st_size, st_mtime_ns
+_new_hasher = hashlib.sha256  # the one hash of file content (tests count what it reads)
+
+_StatKey = tuple[str, int, int, int, int, int]  # path, st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns
+_DataKey = tuple[int, int, int, int]  # st_dev, st_ino, st_size, st_mtime_ns
+
+
+def _clock_tick_ns() -> int:
+    """How far a file timestamp may lag the real clock: the coarse clock's resolution."""
+    try:
+        return max(int(time.clock_getres(_CLOCK_REALTIME_COARSE) * _SECOND), 1_000_000)
+    except (AttributeError, OSError):
+        return 10_000_000
+
+
+RACY_WINDOW_NS = _clock_tick_ns() + 1_000_000  # one tick plus a margin
+_COARSE_WINDOW_NS = 2 * _SECOND  # for timestamps stored in whole seconds
+
+
+@dataclass(frozen=True)
+class SnapshotCaps:
+    """How much a store's snapshots may keep; ``None``: no cap. Read-only data never counts.
+
+    ``run_bytes``: new bytes the store may add over its life (one run); ``files``: files and
+    symlinks kept in one snapshot; ``file_size``: the largest file kept.
+    """
+
+    run_bytes: int | None = None
+    files: int | None = None
+    file_size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -65,13 +128,15 @@ class Snapshot:
 
     ``files`` counts regular files and symlinks, ``bytes`` is the total size of the regular
     files, ``new_bytes`` what this call added to the store (new blobs, linked or copied, plus a
-    new manifest); it is 0 when nothing changed since a stored state.
+    new manifest); it is 0 when nothing changed since a stored state. ``omitted`` lists the
+    ``(path, reason)`` of every file in the workspace the snapshot did not keep.
     """
 
     id: str
     files: int
     bytes: int
     new_bytes: int
+    omitted: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,10 +148,105 @@ class _Stored:
     added: int
 
 
-class SnapshotStore:
-    """A deduplicating store of workspace snapshots under ``root``."""
+@dataclass
+class _Scan:
+    """One snapshot's running state: caps and what they have used, what was left out."""
 
-    racy_window_ns: int = 1_000_000_000
+    top: str
+    skip: tuple[int, int] | None  # the store's own folder, if it lies in the workspace
+    links: frozenset[str]
+    caps: SnapshotCaps
+    bytes_left: int | None
+    started_ns: int = field(default_factory=time.time_ns)
+    kept: int = 0  # files counted against caps.files
+    added: int = 0  # bytes added to the store, read-only data included
+    omitted: list[tuple[str, str]] = field(default_factory=list)
+    cache: dict[_StatKey, str] = field(default_factory=dict)  # this snapshot's cacheable digests
+    waited: bool = False
+    inside_links: dict[tuple[int, int], int] | None = None
+
+    def refusal(self, st: os.stat_result) -> str | None:
+        """Why a regular file that is not read-only data cannot be kept, judged on its stat."""
+        limit = self.caps.file_size
+        if limit is not None and st.st_size > limit:
+            return f"{human_size(st.st_size)}, over the {human_size(limit)} file size limit"
+        on_disk = st.st_blocks * 512
+        if st.st_size >= SPARSE_MIN_SIZE and on_disk < st.st_size // 2:
+            return (f"a sparse file: {human_size(st.st_size)} long but {human_size(on_disk)} on disk; "
+                    "write its real content instead")
+        if st.st_nlink > 1 and self._links_inside(st) < st.st_nlink:
+            return "a hard link to a file outside the workspace"
+        return None
+
+    def _links_inside(self, st: os.stat_result) -> int:
+        """How many names the workspace has for this inode (counted once per snapshot, on need)."""
+        if self.inside_links is None:
+            self.inside_links = {}
+            for _rel, _fd, _name, found in _walk(self.top, self.skip, set()):
+                if stat.S_ISREG(found.st_mode) and found.st_nlink > 1:
+                    key = (found.st_dev, found.st_ino)
+                    self.inside_links[key] = self.inside_links.get(key, 0) + 1
+        return self.inside_links.get((st.st_dev, st.st_ino), 0)
+
+    def over_budget(self, size: int) -> str | None:
+        if self.bytes_left is not None and size > self.bytes_left:
+            return (f"{human_size(size)}, more than is left of the run's "
+                    f"{human_size(self.caps.run_bytes or 0)} snapshot limit")
+        return None
+
+    def copy_limit(self) -> int | None:
+        """The most bytes one copy may take (a file may grow while it is read)."""
+        limits = [x for x in (self.caps.file_size, self.bytes_left) if x is not None]
+        return min(limits) if limits else None
+
+    def spend(self, added: int) -> None:
+        if self.bytes_left is not None:
+            self.bytes_left = max(0, self.bytes_left - added)
+
+    def cacheable(self, changed_ns: int) -> bool:
+        """Whether a digest read from now on may be cached for a file stamped ``changed_ns``
+        (see the module docstring); waits out the racy window at most once per snapshot."""
+        window = _COARSE_WINDOW_NS if changed_ns % _SECOND == 0 else RACY_WINDOW_NS
+        if changed_ns < time.time_ns() - window:
+            return True
+        if window != RACY_WINDOW_NS or changed_ns >= self.started_ns:
+            return False  # seconds-only stamps, or changed while we walk: not worth a wait
+        if not self.waited:
+            self.waited = True
+            delay = self.started_ns + window - time.time_ns()
+            if delay > 0:
+                time.sleep(delay / _SECOND)
+        return changed_ns < time.time_ns() - window
+
+
+# Digests of read-only data, shared by every store of the process: the same data files are
+# linked into run after run, and hashing hundreds of MB again per run is the largest cost.
+_data_digests: OrderedDict[_DataKey, str] = OrderedDict()
+_data_lock = threading.Lock()
+
+
+def _data_digest(key: _DataKey) -> str | None:
+    with _data_lock:
+        digest = _data_digests.get(key)
+        if digest is not None:
+            _data_digests.move_to_end(key)
+        return digest
+
+
+def _remember_data_digest(key: _DataKey, digest: str) -> None:
+    with _data_lock:
+        _data_digests[key] = digest
+        _data_digests.move_to_end(key)
+        while len(_data_digests) > DATA_CACHE_SIZE:
+            _data_digests.popitem(last=False)
+
+
+class SnapshotStore:
+    """A deduplicating store of workspace snapshots under ``root``.
+
+    ``fsync=False`` skips the one sync per snapshot (readers, and tests that do not need
+    durability).
+    """
 
     def __init__(self, root: Path | str, *, fsync: bool = True) -> None:
         self.root = Path(root)
@@ -95,142 +255,190 @@ class SnapshotStore:
         self._fsync = fsync
         self._blobs.mkdir(parents=True, exist_ok=True)
         self._manifests.mkdir(parents=True, exist_ok=True)
-        self._cache: dict[_CacheKey, str] = {}
-        self._known: set[str] = set()  # digests seen in the store by this instance
+        self._cache: dict[_StatKey, str] = {}
+        self._known: set[str] = set()  # digests whose blobs this instance stored or checked
+        self._subdirs: set[str] = set()  # blob folders known to exist
+        self._durable: set[str] = set()  # snapshot ids this instance has synced
+        self._run_bytes = 0  # bytes this instance added, read-only data excluded
+        self._renames = 0  # blobs and manifests this instance put in place
         self._previous: tuple[str, dict[str, Any], int] | None = None  # id, files, chain length
-        self._read_cache: dict[str, dict[str, Any]] = {}  # the last manifests read back
+        self._read_cache: OrderedDict[str, dict[str, Any]] = OrderedDict()  # manifests read back
 
     # ------------------------------------------------------------------ snapshot
 
-    def snapshot(self, workspace: Path | str, *, link_paths: Collection[str] = ()) -> Snapshot:
-        """Store the current state of ``workspace`` and describe it."""
+    def snapshot(self, workspace: Path | str, *, link_paths: Collection[str] = (),
+                 caps: SnapshotCaps = SnapshotCaps()) -> Snapshot:
+        """Store the current state of ``workspace`` and describe it, within ``caps``."""
         links = _normalize_link_paths(link_paths)
         top = os.path.realpath(workspace)  # fwalk yields nothing for a top that is a link
         if not os.path.isdir(top):
             raise TraceError(f"cannot snapshot {workspace}: it is not a directory")
+        left = None if caps.run_bytes is None else max(0, caps.run_bytes - self._run_bytes)
+        scan = _Scan(top, _dev_ino(self.root), links, caps, left)
         files: dict[str, dict[str, Any]] = {}
         dirs: set[str] = set()
+        renames = self._renames
         try:
-            added = self._scan(top, links, files, dirs)
+            self._scan(scan, files, dirs)
             snapshot_id, manifest_added = self._write_manifest(files, _empty_dirs(dirs, files))
+            self._make_durable(snapshot_id, wrote=self._renames > renames)
         except OSError as exc:
             raise TraceError(f"cannot snapshot {workspace}: {exc}") from exc
+        self._cache = scan.cache  # only this step's files: the cache cannot grow without bound
+        self._run_bytes += manifest_added
         total = sum(entry.get("size", 0) for entry in files.values())
-        return Snapshot(snapshot_id, len(files), total, added + manifest_added)
+        return Snapshot(snapshot_id, len(files), total, scan.added + manifest_added, tuple(scan.omitted))
 
-    def _scan(
-        self, top: str, links: frozenset[str], files: dict[str, dict[str, Any]], dirs: set[str]
-    ) -> int:
-        """Fill ``files`` and ``dirs`` from the workspace; returns the blob bytes added."""
-        start_ns = time.time_ns()
-        fresh: dict[_CacheKey, str] = {}
-        added = 0
-        for rel, dir_fd, name, st in _walk(top, _dev_ino(self.root), dirs):
+    def _scan(self, scan: _Scan, files: dict[str, dict[str, Any]], dirs: set[str]) -> None:
+        """Fill ``files`` and ``dirs`` from the workspace, storing new content as it goes."""
+        for rel, dir_fd, name, st in _walk(scan.top, scan.skip, dirs):
+            data = _wants_link(rel, scan.links)
+            if not data and scan.caps.files is not None and scan.kept >= scan.caps.files:
+                scan.omitted.append((rel, f"over the limit of {scan.caps.files:,} files in one snapshot"))
+                continue
             if stat.S_ISLNK(st.st_mode):
                 target = _readlink(name, dir_fd)
                 if target is not None:
                     files[rel] = {"symlink": target}
+                    scan.kept += not data
                 continue
-            result = self._store_file(rel, dir_fd, name, _wants_link(rel, links), start_ns, fresh)
-            if result is not None:
-                files[rel], new = result
-                added += new
-        self._cache = fresh  # only this step's files: the cache cannot grow without bound
-        return added
+            entry = self._store_file(scan, rel, dir_fd, name, st, data)
+            if entry is not None:
+                files[rel] = entry
+                scan.kept += not data
 
-    def _store_file(
-        self,
-        rel: str,
-        dir_fd: int,
-        name: str,
-        link: bool,
-        start_ns: int,
-        fresh: dict[_CacheKey, str],
-    ) -> tuple[dict[str, Any], int] | None:
-        """Hash (or recall) one regular file and make sure its blob is stored."""
+    def _store_file(self, scan: _Scan, rel: str, dir_fd: int, name: str, st: os.stat_result,
+                    data: bool) -> dict[str, Any] | None:
+        """Recall one regular file's digest from its stat, else read it once (hashing it while
+        it is copied or linked into the store); None if it is left out."""
+        reason = None if data else scan.refusal(st)
+        if reason is not None:
+            scan.omitted.append((rel, reason))
+            return None
+        digest = self._recall(scan, rel, st, data)
+        if digest is not None:
+            return {"sha256": digest, "size": st.st_size, "mode": _mode(st.st_mode)}
         fh = _open_regular(rel, name, dir_fd)
         if fh is None:
             return None
         with fh:
-            st = os.fstat(fh.fileno())
-            key: _CacheKey = (rel, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+            st = os.fstat(fh.fileno())  # the file we read, whatever the name held at the listing
+            reason = None if data else scan.refusal(st)
+            if reason is not None:
+                scan.omitted.append((rel, reason))
+                return None
+            stored = self._store_data(scan, fh, st, name, dir_fd) if data else self._store_own(scan, rel, fh, st)
+            if stored is None:
+                return None
+        scan.added += stored.added
+        if not data:
+            scan.spend(stored.added)
+            self._run_bytes += stored.added
+        return {"sha256": stored.digest, "size": stored.size, "mode": _mode(st.st_mode)}
+
+    def _recall(self, scan: _Scan, rel: str, st: os.stat_result, data: bool) -> str | None:
+        """The digest of an unchanged file whose blob is stored, from its listing's stat alone."""
+        if data:
+            digest = _data_digest((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+        else:
+            key: _StatKey = (rel, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
             digest = self._cache.get(key)
-            if digest is None:
-                digest = _hash_stream(fh)
-                if self._may_cache(fh, st, start_ns):
-                    fresh[key] = digest
-            else:
-                fresh[key] = digest
-            stored = self._ensure_blob(fh, st, digest, name, dir_fd, link)
-        if stored.digest != digest:  # the file changed while we read it: trust the copy
-            fresh.pop(key, None)
-        entry = {"sha256": stored.digest, "size": stored.size, "mode": _mode(st.st_mode)}
-        return entry, stored.added
+            if digest is not None:
+                scan.cache[key] = digest
+        if digest is None or not self._has_blob(digest, st.st_size):
+            return None
+        return digest
 
-    def _may_cache(self, fh: BinaryIO, before: os.stat_result, start_ns: int) -> bool:
-        """Whether a digest may be reused while the file's stat stays the same."""
-        if before.st_mtime_ns >= start_ns - self.racy_window_ns:
-            return False
-        after = os.fstat(fh.fileno())
-        return (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
-
-    def _ensure_blob(
-        self, fh: BinaryIO, st: os.stat_result, digest: str, name: str, dir_fd: int, link: bool
-    ) -> _Stored:
-        """Store the content of ``fh`` under ``digest`` unless it is stored already."""
-        if digest in self._known or self._blob_path(digest).exists():
-            self._known.add(digest)
-            return _Stored(digest, st.st_size, 0)
-        if link and self._link_blob(name, dir_fd, st, digest):
-            self._known.add(digest)
-            return _Stored(digest, st.st_size, st.st_size)
-        fh.seek(0)
-        stored = self._copy_blob(fh, digest)
-        self._known.add(stored.digest)
+    def _store_own(self, scan: _Scan, rel: str, fh: BinaryIO, st: os.stat_result) -> _Stored | None:
+        """A workspace file not recalled: copied into the store while it is hashed."""
+        reason = scan.over_budget(st.st_size)
+        if reason is not None:
+            scan.omitted.append((rel, reason))
+            return None
+        cacheable = scan.cacheable(st.st_ctime_ns)
+        stored = self._copy_blob(fh, scan.copy_limit())
+        if stored is None:
+            now = os.fstat(fh.fileno())
+            scan.omitted.append((rel, scan.refusal(now) or scan.over_budget(max(now.st_size, st.st_size + 1))
+                                 or "it grew past the snapshot limits while it was being saved"))
+            return None
+        if cacheable and _unchanged(fh, st) and stored.size == st.st_size:
+            scan.cache[(rel, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)] = stored.digest
         return stored
 
-    def _link_blob(self, name: str, dir_fd: int, st: os.stat_result, digest: str) -> bool:
-        """Hard-link the workspace file as the blob; False when the filesystem will not."""
-        final = self._blob_path(digest)
-        final.parent.mkdir(exist_ok=True)
-        tmp = final.parent / f"{_TMP_PREFIX}{os.urandom(8).hex()}"
+    def _store_data(self, scan: _Scan, fh: BinaryIO, st: os.stat_result, name: str, dir_fd: int) -> _Stored:
+        """Read-only data not recalled: hard-linked into the store and hashed through the link
+        (one read), else copied while hashed; its digest is then shared with later stores."""
+        key: _DataKey = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        known = _data_digest(key)  # hashed by an earlier store: link it in under that name
+        cacheable = known is None and scan.cacheable(st.st_mtime_ns)
+        stored = self._link_blob(fh, st, name, dir_fd, known)
+        if stored is None:
+            stored = self._copy_blob(fh, None)
+            assert stored is not None  # no limit
+        if cacheable and _unchanged(fh, st, ctime=False) and stored.size == st.st_size:
+            _remember_data_digest(key, stored.digest)
+        return stored
+
+    def _has_blob(self, digest: str, size: int) -> bool:
+        """Whether the blob is stored whole (a blob cut short by a power cut has the wrong size)."""
+        if digest in self._known:
+            return True
+        try:
+            if self._blob_path(digest).stat().st_size != size:
+                return False
+        except FileNotFoundError:
+            return False
+        self._known.add(digest)
+        return True
+
+    def _link_blob(self, fh: BinaryIO, st: os.stat_result, name: str, dir_fd: int,
+                   digest: str | None) -> _Stored | None:
+        """Hard-link the workspace file into the store, hashing it unless ``digest`` is known;
+        None when it cannot be linked (another device, no hard links) or the name now holds
+        another file."""
+        tmp = self._blobs / f"{_TMP_PREFIX}{os.urandom(8).hex()}"
         try:
             os.link(name, tmp, src_dir_fd=dir_fd, follow_symlinks=False)
         except OSError:  # another device, no hard links here, too many links...
-            return False
+            return None
         try:
-            linked = os.stat(tmp, follow_symlinks=False)
-            same = (linked.st_ino, linked.st_size, linked.st_mtime_ns) == (
-                st.st_ino,
-                st.st_size,
-                st.st_mtime_ns,
-            )
-            if same:
-                os.replace(tmp, final)
-                return True
+            if os.stat(tmp, follow_symlinks=False).st_ino != st.st_ino:
+                return None
+            if digest is None:
+                fh.seek(0)
+                digest = _hash_stream(fh)
+            return self._place_new_blob(tmp, digest, st.st_size)
         finally:
             _unlink_quietly(tmp)
-        return False
 
-    def _copy_blob(self, fh: BinaryIO, expected: str) -> _Stored:
-        """Copy ``fh`` into the store, hashing what is actually copied."""
-        subdir = self._blob_path(expected).parent
-        subdir.mkdir(exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=subdir)
-        tmp = Path(tmp_name)
+    def _copy_blob(self, fh: BinaryIO, limit: int | None) -> _Stored | None:
+        """Copy ``fh`` into the store while hashing it; None if it holds more than ``limit`` bytes."""
+        tmp = self._blobs / f"{_TMP_PREFIX}{os.urandom(8).hex()}"
+        # read-only from birth: blobs may be hard-linked out, so discourage edits in place
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o444)
         try:
             with open(fd, "wb") as out:
-                digest, size = _copy_hashing(fh, out)
-                self._sync(out)
-            os.chmod(tmp, 0o444)  # blobs may be hard-linked out; discourage edits in place
-            final = self._blob_path(digest)
-            if final.exists():
-                return _Stored(digest, size, 0)
-            final.parent.mkdir(exist_ok=True)
-            os.replace(tmp, final)
-            return _Stored(digest, size, size)
+                fh.seek(0)
+                copied = _copy_hashing(fh, out, limit)
+            if copied is None:
+                return None
+            return self._place_new_blob(tmp, *copied)
         finally:
             _unlink_quietly(tmp)
+
+    def _place_new_blob(self, tmp: Path, digest: str, size: int) -> _Stored:
+        """Rename a complete temp blob into place unless that content is stored already."""
+        if self._has_blob(digest, size):
+            return _Stored(digest, size, 0)
+        final = self._blob_path(digest)
+        if digest[:2] not in self._subdirs:
+            final.parent.mkdir(exist_ok=True)
+            self._subdirs.add(digest[:2])
+        os.replace(tmp, final)
+        self._renames += 1
+        self._known.add(digest)
+        return _Stored(digest, size, size)
 
     def _write_manifest(self, files: dict[str, dict[str, Any]], dirs: list[str]) -> tuple[str, int]:
         """Store the manifest under the hash of its canonical JSON; returns (id, bytes added)."""
@@ -245,12 +453,18 @@ class SnapshotStore:
         try:
             with open(fd, "wb") as out:
                 out.write(data)
-                self._sync(out)
             os.replace(tmp_name, final)
+            self._renames += 1
         finally:
             _unlink_quietly(Path(tmp_name))
         self._remember(snapshot_id, files, chain)
         return snapshot_id, len(data)
+
+    def _make_durable(self, snapshot_id: str, *, wrote: bool) -> None:
+        """One sync for the whole snapshot, before its id is handed out (see the module docstring)."""
+        if self._fsync and (wrote or snapshot_id not in self._durable):
+            _sync_filesystem(self.root)
+        self._durable.add(snapshot_id)
 
     def _stored_form(self, files: dict[str, dict[str, Any]], dirs: list[str]) -> tuple[dict[str, Any], int]:
         """A delta against the previous manifest while the chain is short, else the whole manifest."""
@@ -270,6 +484,8 @@ class SnapshotStore:
         stored = self._read_stored(snapshot_id)
         while "base" in stored:
             length += 1
+            if length > MAX_CHAIN + 1:
+                raise TraceError(f"snapshot manifest {snapshot_id} is corrupt: its delta chain does not end")
             stored = self._read_stored(stored["base"])
         return length
 
@@ -287,37 +503,40 @@ class SnapshotStore:
             raise TraceError(f"snapshot manifest {path} is corrupt: not an object")
         return stored
 
-    def _sync(self, out: BinaryIO) -> None:
-        """Force a new blob or manifest to disk so a power cut cannot leave it empty."""
-        out.flush()
-        if self._fsync:
-            os.fsync(out.fileno())
-
     # ------------------------------------------------------------------ reading
 
     def manifest(self, snapshot_id: str) -> dict[str, Any]:
         """The manifest of a stored snapshot: ``{"format", "files", "dirs"}``, deltas applied."""
-        if snapshot_id in self._read_cache:
-            cached = self._read_cache[snapshot_id]
-            return {"format": cached["format"], "files": dict(cached["files"]), "dirs": list(cached["dirs"])}
-        chain = [self._read_stored(snapshot_id)]
-        while "base" in chain[-1]:
-            if len(chain) > MAX_CHAIN + 1:
-                raise TraceError(f"snapshot manifest {snapshot_id} is corrupt: its delta chain does not end")
-            chain.append(self._read_stored(chain[-1]["base"]))
-        files = dict(chain[-1].get("files") or {})
-        for delta in reversed(chain[:-1]):
-            if not isinstance(delta.get("set"), dict) or not isinstance(delta.get("unset"), list):
+        manifest = self._load(snapshot_id)
+        return {"format": manifest["format"], "files": dict(manifest["files"]), "dirs": list(manifest["dirs"])}
+
+    def _load(self, snapshot_id: str, depth: int = 0) -> dict[str, Any]:
+        """A checked manifest, shared with the read cache (callers must not change it). A delta
+        whose base is cached costs one copy of the base plus a check of its own entries."""
+        cached = self._read_cache.get(snapshot_id)
+        if cached is not None:
+            self._read_cache.move_to_end(snapshot_id)
+            return cached
+        if depth > MAX_CHAIN + 1:
+            raise TraceError(f"snapshot manifest {snapshot_id} is corrupt: its delta chain does not end")
+        stored = self._read_stored(snapshot_id)
+        if "base" in stored:
+            if not isinstance(stored.get("set"), dict) or not isinstance(stored.get("unset"), list):
                 raise TraceError(f"snapshot manifest {snapshot_id} is corrupt: a delta lacks 'set' or 'unset'")
-            for rel in delta["unset"]:
+            base = self._load(stored["base"], depth + 1)
+            files = dict(base["files"])
+            for rel in stored["unset"]:
                 files.pop(rel, None)
-            files.update(delta["set"])
-        manifest = {"format": chain[0].get("format"), "files": files, "dirs": chain[0].get("dirs")}
-        _check_manifest(snapshot_id, manifest)
+            files.update(stored["set"])
+            manifest = {"format": stored.get("format"), "files": files, "dirs": stored.get("dirs")}
+            manifest["folders"] = _check_delta(snapshot_id, manifest, base, stored["set"])
+        else:
+            manifest = {"format": stored.get("format"), "files": stored.get("files"), "dirs": stored.get("dirs")}
+            manifest["folders"] = _check_manifest(snapshot_id, manifest)
         if len(self._read_cache) >= 8:
-            self._read_cache.pop(next(iter(self._read_cache)))
+            self._read_cache.popitem(last=False)
         self._read_cache[snapshot_id] = manifest
-        return {"format": manifest["format"], "files": dict(files), "dirs": list(manifest["dirs"])}
+        return manifest
 
     def materialize(self, snapshot_id: str, dest: Path | str, *, link: bool = True) -> None:
         """Recreate a snapshot's tree in ``dest`` (which must be absent or empty).
@@ -339,10 +558,12 @@ class SnapshotStore:
         links = _normalize_link_paths(link_paths)
         return self._materialize(snapshot_id, dest, lambda rel: _wants_link(rel, links), symlinks=False)
 
-    def _materialize(self, snapshot_id: str, dest: Path | str, link_for, *, symlinks: bool) -> list[str]:
-        """Returns the symlinks left out (none when ``symlinks`` is true)."""
+    def _materialize(self, snapshot_id: str, dest: Path | str, link_for: Callable[[str], bool], *,
+                     symlinks: bool) -> list[str]:
+        """Returns the symlinks left out (none when ``symlinks`` is true). Each directory is
+        created once; nothing is synced (the copy is scratch, the store is the record)."""
         skipped: list[str] = []
-        manifest = self.manifest(snapshot_id)
+        manifest = self._load(snapshot_id)
         dest = Path(dest)
         if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
             raise TraceError(
@@ -350,11 +571,12 @@ class SnapshotStore:
                 "it exists and is not an empty directory"
             )
         dest.mkdir(parents=True, exist_ok=True)
+        made: set[str] = {""}
         for rel in manifest["dirs"]:
-            (dest / rel).mkdir(parents=True, exist_ok=True)
+            _make_parents(dest, rel + "/", made)
         for rel, entry in sorted(manifest["files"].items()):
+            _make_parents(dest, rel, made)
             target = dest / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
             if "symlink" in entry:
                 if symlinks:
                     os.symlink(entry["symlink"], target)
@@ -370,32 +592,38 @@ class SnapshotStore:
         """Put a file at ``target``: a hard link if allowed and the modes agree, else a copy."""
         blob = self._blob_path(entry["sha256"])
         try:
-            blob_mode = blob.stat().st_mode
+            if link and _mode(blob.stat().st_mode) == entry["mode"]:
+                try:
+                    os.link(blob, target)
+                    return
+                except OSError:
+                    pass  # another device or no hard links: copy instead
+            shutil.copyfile(blob, target)
         except FileNotFoundError:
+            if blob.exists():
+                raise
             raise TraceError(
                 f"snapshot store {self.root} is corrupt: blob {entry['sha256']} "
                 f"for {rel!r} of snapshot {snapshot_id} is missing"
             ) from None
-        if link and _mode(blob_mode) == entry["mode"]:
-            try:
-                os.link(blob, target)
-                return
-            except OSError:
-                pass  # another device or no hard links: copy instead
-        shutil.copyfile(blob, target)
         os.chmod(target, entry["mode"])
+
+    def file_entry(self, snapshot_id: str, rel: str) -> dict[str, Any] | None:
+        """One path's manifest entry (a copy), without copying the whole manifest."""
+        entry = self._load(snapshot_id)["files"].get(rel)
+        return None if entry is None else dict(entry)
 
     def read_file(self, snapshot_id: str, rel: str) -> bytes | None:
         """One regular file's content in a snapshot; None for a symlink or a path it lacks."""
-        entry = self.manifest(snapshot_id)["files"].get(rel)
+        entry = self._load(snapshot_id)["files"].get(rel)
         if entry is None or "symlink" in entry:
             return None
         return self._blob_path(entry["sha256"]).read_bytes()
 
     def diff(self, old_id: str, new_id: str) -> dict[str, list[str]]:
         """Paths added, removed and changed (content, mode or link target) between two snapshots."""
-        old = self.manifest(old_id)["files"]
-        new = self.manifest(new_id)["files"]
+        old = self._load(old_id)["files"]
+        new = self._load(new_id)["files"]
         return {
             "added": sorted(new.keys() - old.keys()),
             "removed": sorted(old.keys() - new.keys()),
@@ -425,6 +653,14 @@ class SnapshotStore:
         return self._manifests / f"{snapshot_id}.json"
 
 
+def human_size(size: int) -> str:
+    """``5.0 GiB``, ``4 GiB``, ``312 KiB``, ``17 bytes``: sizes as the agent and the user read them."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.1f}".removesuffix(".0") + f" {unit}"
+    return f"{size} byte" + ("" if size == 1 else "s")
+
+
 # ---------------------------------------------------------------------- walking
 
 
@@ -434,9 +670,10 @@ _Found = tuple[str, int, str, os.stat_result]  # relative path, dir fd, name, ls
 def _walk(top: str, skip: tuple[int, int] | None, dirs: set[str]) -> Iterator[_Found]:
     """Yield ``(relative path, dir fd, name, lstat)`` for each symlink and regular file.
 
-    Directories are descended without following links (``os.fwalk``), sorted for determinism;
-    every directory seen is added to ``dirs``. Other file types (fifos, sockets, devices) are
-    skipped; entries that vanish mid-walk are skipped; unreadable directories raise.
+    Directories are descended without following links (``os.fwalk``), each directory's entries
+    by name, its files before its subdirectories' contents; every directory seen is added to
+    ``dirs``. Other file types (fifos, sockets, devices) are skipped; entries that vanish
+    mid-walk are skipped; unreadable directories raise.
     """
     for dirpath, dirnames, filenames, dir_fd in os.fwalk(top, onerror=_walk_error):
         prefix = "" if dirpath == top else dirpath[len(top) :].lstrip(os.sep) + "/"
@@ -479,6 +716,14 @@ def _open_regular(rel: str, name: str, dir_fd: int) -> BinaryIO | None:
     return open(fd, "rb")
 
 
+def _unchanged(fh: BinaryIO, before: os.stat_result, *, ctime: bool = True) -> bool:
+    """Whether the open file still has the stat it had before it was read (read-only data is
+    compared without its ctime, which linking it into the store changes)."""
+    after = os.fstat(fh.fileno())
+    return (after.st_size, after.st_mtime_ns, after.st_ctime_ns if ctime else 0) == (
+        before.st_size, before.st_mtime_ns, before.st_ctime_ns if ctime else 0)
+
+
 def _readlink(name: str, dir_fd: int) -> str | None:
     try:
         return os.readlink(name, dir_fd=dir_fd)
@@ -503,6 +748,16 @@ def _empty_dirs(dirs: set[str], files: dict[str, Any]) -> list[str]:
             ancestors.add(parent)
             parent = parent.rpartition("/")[0]
     return sorted(dirs - ancestors)
+
+
+def _make_parents(dest: Path, rel: str, made: set[str]) -> None:
+    """Create the folders above ``rel`` in ``dest`` unless this materialisation already did."""
+    parent = rel.rpartition("/")[0]
+    if parent not in made:
+        (dest / parent).mkdir(parents=True, exist_ok=True)
+        while parent not in made:
+            made.add(parent)
+            parent = parent.rpartition("/")[0]
 
 
 def _normalize_link_paths(link_paths: Collection[str]) -> frozenset[str]:
@@ -530,20 +785,23 @@ def _wants_link(rel: str, links: frozenset[str]) -> bool:
 
 def _hash_stream(fh: BinaryIO) -> str:
     """sha256 of everything left in ``fh``."""
-    digest = hashlib.sha256()
+    digest = _new_hasher()
     for chunk in iter(lambda: fh.read(_CHUNK), b""):
         digest.update(chunk)
     return digest.hexdigest()
 
 
-def _copy_hashing(src: BinaryIO, out: BinaryIO) -> tuple[str, int]:
-    """Copy ``src`` to ``out``; returns the sha256 and size of exactly what was copied."""
-    digest = hashlib.sha256()
+def _copy_hashing(src: BinaryIO, out: BinaryIO, limit: int | None = None) -> tuple[str, int] | None:
+    """Copy ``src`` to ``out``; the sha256 and size of exactly what was copied, or None as soon
+    as it exceeds ``limit`` bytes."""
+    digest = _new_hasher()
     size = 0
     for chunk in iter(lambda: src.read(_CHUNK), b""):
+        size += len(chunk)
+        if limit is not None and size > limit:
+            return None
         digest.update(chunk)
         out.write(chunk)
-        size += len(chunk)
     return digest.hexdigest(), size
 
 
@@ -572,30 +830,84 @@ def _store_files(folder: Path) -> Iterator[Path]:
                 yield Path(dirpath, name)
 
 
+_libc_syncfs: Any = None
+
+
+def _sync_filesystem(path: Path) -> None:
+    """Make everything written on ``path``'s file system durable: ``syncfs``, else ``sync``."""
+    global _libc_syncfs
+    if _libc_syncfs is None:
+        try:
+            _libc_syncfs = ctypes.CDLL(None, use_errno=True).syncfs
+        except (AttributeError, OSError):
+            _libc_syncfs = False
+    if _libc_syncfs:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            if _libc_syncfs(fd) == 0:
+                return
+        finally:
+            os.close(fd)
+    os.sync()
+
+
 # ---------------------------------------------------------------------- validation
 
 
-def _check_manifest(snapshot_id: str, manifest: Any) -> None:
-    """Refuse a manifest that could write outside ``dest`` or name a blob outside the store."""
-
-    def bad(why: str) -> TraceError:
-        return TraceError(f"snapshot manifest {snapshot_id} is corrupt: {why}")
-
+def _check_manifest(snapshot_id: str, manifest: Any) -> set[str]:
+    """Refuse a manifest that could write outside ``dest`` or name a blob outside the store;
+    returns the folders its files lie in, for checking the deltas built on it."""
+    bad = _corrupt(snapshot_id)
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
         raise bad("no 'files' mapping")
+    _check_dirs(manifest, bad)
+    files: dict[str, Any] = manifest["files"]
+    folders: set[str] = set()
+    for rel, entry in files.items():
+        _check_file(rel, entry, files, folders, bad)
+    return folders
+
+
+def _check_delta(snapshot_id: str, manifest: dict[str, Any], base: dict[str, Any], changed: dict[str, Any]) -> set[str]:
+    """The same check for a delta applied to a checked base, at the cost of the delta's own
+    entries: only a path the delta sets can break the rules. A path that was a folder in the
+    base (it may still hold files) gets the whole check."""
+    bad = _corrupt(snapshot_id)
+    _check_dirs(manifest, bad)
+    files: dict[str, Any] = manifest["files"]
+    if any(rel in base["folders"] and rel not in base["files"] for rel in changed):
+        return _check_manifest(snapshot_id, manifest)
+    folders = set(base["folders"])  # may keep folders the delta emptied: that only adds caution
+    for rel, entry in changed.items():
+        _check_file(rel, entry, files, folders, bad)
+    return folders
+
+
+def _check_file(rel: Any, entry: Any, files: dict[str, Any], folders: set[str], bad: Callable[[str], TraceError]) -> None:
+    """One entry: a safe path, a valid entry, and no file or link above it."""
+    if not _safe_relpath(rel):
+        raise bad(f"unsafe path {rel!r}")
+    _check_entry(rel, entry, bad)
+    parent = rel.rpartition("/")[0]
+    while parent and parent not in folders:
+        if parent in files:
+            raise bad(f"{rel!r} lies below the file or link {parent!r}")
+        folders.add(parent)
+        parent = parent.rpartition("/")[0]
+    if parent and parent in files:
+        raise bad(f"{rel!r} lies below the file or link {parent!r}")
+
+
+def _check_dirs(manifest: dict[str, Any], bad: Callable[[str], TraceError]) -> None:
     if not isinstance(manifest.get("dirs"), list):
         raise bad("no 'dirs' list")
-    files: dict[str, Any] = manifest["files"]
-    for rel in (*files, *manifest["dirs"]):
+    for rel in manifest["dirs"]:
         if not _safe_relpath(rel):
             raise bad(f"unsafe path {rel!r}")
-    for rel, entry in files.items():
-        _check_entry(rel, entry, bad)
-        parent = rel.rpartition("/")[0]
-        while parent:
-            if parent in files:
-                raise bad(f"{rel!r} lies below the file or link {parent!r}")
-            parent = parent.rpartition("/")[0]
+
+
+def _corrupt(snapshot_id: str) -> Callable[[str], TraceError]:
+    return lambda why: TraceError(f"snapshot manifest {snapshot_id} is corrupt: {why}")
 
 
 def _check_entry(rel: str, entry: Any, bad: Any) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -14,6 +15,9 @@ import pytest
 from pytest_mlab.errors import TraceError
 from pytest_mlab.trace import Snapshot, SnapshotStore
 from pytest_mlab.trace import snapshots as snapshots_module
+from tests.trace.support import blob_files as _blob_files
+from tests.trace.support import count_hashed_bytes as _count_hashed_bytes
+from tests.trace.support import write as _write
 
 BIG = 100 * 1024 * 1024
 KB = 1024
@@ -21,49 +25,16 @@ MB = 1024 * 1024
 
 
 def _make_big_file(path: Path, *, age_s: float = 0.0) -> None:
-    """A 100 MB sparse file with a distinct head; ``age_s`` backdates it like prepared data."""
+    """A 100 MB file of real (not sparse) content; ``age_s`` backdates it like prepared data."""
     with open(path, "wb") as fh:
         fh.write(b"big read-only training data\n")
-    os.truncate(path, BIG)
+        block = b"\x01" * MB
+        while fh.tell() + MB <= BIG:
+            fh.write(block)
+        fh.write(block[: BIG - fh.tell()])
     if age_s:
         then = time.time() - age_s
         os.utime(path, (then, then))
-
-
-def _write(path: Path, text: str, *, executable: bool = False) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    path.chmod(0o755 if executable else 0o644)
-    return path
-
-
-def _blob_files(store_root: Path) -> list[Path]:
-    return [p for p in (store_root / "blobs").rglob("*") if p.is_file()]
-
-
-def _count_hashed_bytes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Record the size of every file the store reads to hash."""
-    sizes: list[int] = []
-    real = snapshots_module._hash_stream
-
-    def counting(fh):  # type: ignore[no-untyped-def]
-        sizes.append(os.fstat(fh.fileno()).st_size)
-        return real(fh)
-
-    monkeypatch.setattr(snapshots_module, "_hash_stream", counting)
-    return sizes
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> SnapshotStore:
-    return SnapshotStore(tmp_path / "store")
 
 
 # ---------------------------------------------------------------------- cost per step
@@ -309,7 +280,11 @@ def test_materialize_round_trips_the_workspace(
     assert (dest / "absolute_link").is_symlink()
     assert os.readlink(dest / "absolute_link") == str(secret)
     assert (dest / "dir_link").is_symlink() and (dest / "dir_link" / "run.sh").exists()
-    assert store.snapshot(dest).id == snap.id, "snapshotting the restored tree gives the same id"
+    again = store.snapshot(dest)
+    if link:  # files hard-linked to the store have links outside the tree: never taken in
+        assert again.omitted and {why for _, why in again.omitted} == {"a hard link to a file outside the workspace"}
+    else:
+        assert again.id == snap.id, "snapshotting the restored tree gives the same id"
 
 
 def test_materialize_copies_are_independent_of_the_store(
@@ -422,7 +397,7 @@ def test_a_failed_blob_write_leaves_no_partial_blob(
 ) -> None:
     _write(workspace / "model.py", "weights = [1, 2, 3]\n" * 1000)
 
-    def dying_copy(src, out):  # type: ignore[no-untyped-def]
+    def dying_copy(src, out, limit=None):  # type: ignore[no-untyped-def]
         out.write(src.read(100))
         raise KeyboardInterrupt  # Ctrl-C halfway through the copy
 
@@ -439,8 +414,6 @@ def test_a_failed_blob_write_leaves_no_partial_blob(
 
 
 def test_blobs_are_named_by_their_sha256(workspace: Path, store: SnapshotStore) -> None:
-    import hashlib
-
     content = b"some content\n"
     (workspace / "f.txt").write_bytes(content)
     snap = store.snapshot(workspace)
@@ -650,3 +623,42 @@ def test_a_delta_whose_base_is_missing_is_reported(tmp_path: Path) -> None:
     (tmp_path / "store" / "manifests" / f"{first}.json").unlink()
     with pytest.raises(TraceError, match=f"no snapshot '{first}'"):
         SnapshotStore(tmp_path / "store").manifest(second)
+
+
+def test_a_folder_replaced_by_a_file_reads_back_from_a_delta(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    _write(workspace / "out" / "a.txt", "a")
+    _write(workspace / "keep.txt", "k")
+    store = SnapshotStore(tmp_path / "store", fsync=False)
+    first = store.snapshot(workspace).id
+    (workspace / "out" / "a.txt").unlink()
+    (workspace / "out").rmdir()
+    _write(workspace / "out", "now a file")
+    second = store.snapshot(workspace).id
+    reader = SnapshotStore(tmp_path / "store", fsync=False)
+    assert set(reader.manifest(first)["files"]) == {"out/a.txt", "keep.txt"}
+    assert set(reader.manifest(second)["files"]) == {"out", "keep.txt"}
+    reader.materialize(second, tmp_path / "restored")
+    assert (tmp_path / "restored" / "out").read_text() == "now a file"
+
+
+def test_a_tampered_delta_cannot_put_a_file_below_a_link(tmp_path: Path) -> None:
+    """A delta is checked against its (checked) base: an entry below a symlink of the base
+    would be written through that link."""
+    workspace = tmp_path / "ws"
+    _write(workspace / "a.txt", "a")
+    os.symlink(tmp_path / "outside", workspace / "link")
+    store = SnapshotStore(tmp_path / "store", fsync=False)
+    base = store.snapshot(workspace).id
+    _write(workspace / "b.txt", "b")
+    delta_id = store.snapshot(workspace).id
+    path = store.root / "manifests" / f"{delta_id}.json"
+    stored = json.loads(path.read_text())
+    assert stored["base"] == base
+    stored["set"]["link/escaped.txt"] = stored["set"].pop("b.txt")
+    path.write_text(json.dumps(stored))
+    reader = SnapshotStore(tmp_path / "store", fsync=False)
+    reader.manifest(base)  # the base is read (and cached) first, as a report reads steps in order
+    with pytest.raises(TraceError, match="lies below the file or link 'link'"):
+        reader.materialize(delta_id, tmp_path / "restored")
+    assert not (tmp_path / "outside").exists()
