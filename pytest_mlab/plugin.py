@@ -12,6 +12,7 @@ from pytest_mlab.llm.providers import HUMAN
 from pytest_mlab.llm.providers import unavailable as llm_unavailable
 from pytest_mlab.options import add_options, read_settings, spec_folder
 from pytest_mlab.results.record import RESULT_PROPERTY
+from pytest_mlab.results.recover import session_id
 from pytest_mlab.spec.library import SPEC_SUFFIXES
 from pytest_mlab.spec.plan import RunPlan, Settings, compile_plans, unmet_requirement
 from pytest_mlab.spec.project import Project
@@ -19,6 +20,7 @@ from pytest_mlab.spec.project import Project
 SETTINGS = pytest.StashKey[Settings]()
 PREPARED = pytest.StashKey[set]()
 PROJECT = pytest.StashKey[Project]()
+SESSION = pytest.StashKey[str]()  # the controller's id, shared by its workers: written in each run's trace
 _TASK_KIND = re.compile(r"^kind:\s*['\"]?Task['\"]?\s*(#.*)?$", re.MULTILINE)
 
 
@@ -44,11 +46,12 @@ def pytest_configure(config: pytest.Config) -> None:
                                 "do not have: drop -n (and --dist) to play the agent yourself")
     config.stash[SETTINGS] = settings
     config.stash[PROJECT] = project
+    config.stash[SESSION] = session_id(getattr(config, "workerinput", None))
     if not hasattr(config, "workerinput"):
         from pytest_mlab.results.collector import ResultsReporter
 
         try:
-            reporter = ResultsReporter(settings, project)
+            reporter = ResultsReporter(settings, project, config.stash[SESSION])
         except MlabError as exc:
             raise pytest.UsageError(str(exc)) from None
         config.pluginmanager.register(reporter, "mlab-results")
@@ -103,13 +106,24 @@ def _prepare_selected(config: pytest.Config, tasks: list) -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Docker containers left by a killed session or worker are removed before any item runs."""
+    """What killed sessions or workers left (docker containers, temp folders, cgroups and what
+    still runs in them) is removed before any item runs."""
     _remove_dead_containers(session.config)
+    _sweep_leftovers(session.config)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Those of workers that died during this session are removed after it."""
     _remove_dead_containers(session.config)
+    _sweep_leftovers(session.config)
+
+
+def _sweep_leftovers(config: pytest.Config) -> None:
+    """On the controller only: workers' leftovers are judged by whether their worker is alive."""
+    if not hasattr(config, "workerinput"):
+        from pytest_mlab.sandbox.leftovers import sweep
+
+        sweep()
 
 
 def _remove_dead_containers(config: pytest.Config) -> None:
@@ -226,7 +240,7 @@ class MlabItem(pytest.Item):
 
             console = terminal_console(self.config)
         try:
-            result = execute(self.plan, self.nodeid, console=console)
+            result = execute(self.plan, self.nodeid, console=console, session=self.config.stash[SESSION])
         except MlabError as exc:
             result = crashed_result(self.plan, self.nodeid, str(exc))
         return result

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from pytest_mlab.errors import SpecError
-from pytest_mlab.results.record import RESULT_PROPERTY, RunResult
+from pytest_mlab.results.record import RESULT_PROPERTY, RunResult, unfinished_result
+from pytest_mlab.results.recover import WORKER_INPUT, recovered_results
 from pytest_mlab.results.budget import Ledger
 from pytest_mlab.results.gate import compare, load_reference, missing_groups, render_gate, save_gate
 from pytest_mlab.results.store import render_summary, render_table
-from pytest_mlab.sandbox.registry import isolation_warning
+from pytest_mlab.sandbox.registry import fallback_notice, isolation_record, isolation_warning
 from pytest_mlab.spec.plan import Settings
 from pytest_mlab.spec.project import Project
 
@@ -24,10 +25,12 @@ _TASK_ITEM = re.compile(r"\.ya?ml::[^\[]+\[[^\]]*\]$")
 class ResultsReporter:
     """Registered only where results meet: never on an xdist worker."""
 
-    def __init__(self, settings: Settings, project: Project) -> None:
+    def __init__(self, settings: Settings, project: Project, session: str) -> None:
         self.settings = settings
         self.project = project
+        self.session = session
         self.results: dict[str, RunResult] = {}
+        self.rebuilt: set[str] = set()  # node ids whose row was rebuilt from a failed report, not a result
         self.outputs = None
         self.problems: list[str] = []
         self.gate_text: str | None = None
@@ -36,15 +39,47 @@ class ResultsReporter:
         if settings.max_cost is not None:
             Ledger(settings.out_dir).reset()
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_sessionstart(self, session: pytest.Session):
+        """After the session header: the loud notice when ``auto`` runs agents' code unconfined."""
+        result = yield
+        notice = fallback_notice(self.settings.sandbox)
+        terminal = session.config.pluginmanager.getplugin("terminalreporter")
+        if notice and terminal is not None:
+            terminal.write_line(notice, red=True, bold=True)
+        return result
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node) -> None:
+        """pytest-xdist: each worker writes this session's id in the traces of the runs it carries out."""
+        node.workerinput[WORKER_INPUT] = self.session
+
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         result = next((RunResult.from_dict(value) for name, value in report.user_properties
                        if name == RESULT_PROPERTY), None)
         if result is not None:
             self.results[report.nodeid] = result
+            self.rebuilt.discard(report.nodeid)
         elif report.failed and report.nodeid not in self.results and _TASK_ITEM.search(report.nodeid):
             # no result came back: the worker died (xdist reports it) or the harness itself failed
             self.results[report.nodeid] = _crashed_from_report(report, self.settings, self._agent_names())
+            self.rebuilt.add(report.nodeid)
+
+    def _recover(self, interrupted: bool) -> None:
+        """Results on disk that no report brought (Ctrl-C, a dead worker) join those that came; a
+        graded result on disk also replaces the row rebuilt from a dead worker's report."""
+        try:
+            graded, unfinished = recovered_results(self.settings.out_dir, self.session, interrupted=interrupted)
+        except OSError as exc:
+            self.problems.append(f"could not read back this session's runs: {exc}")
+            return
+        for result in graded:
+            if result.nodeid not in self.results or result.nodeid in self.rebuilt:
+                self.results[result.nodeid] = result
+                self.rebuilt.discard(result.nodeid)
+        for result in unfinished:
+            self.results.setdefault(result.nodeid, result)
 
     def _agent_names(self) -> list[str]:
         if self.settings.agents:
@@ -54,8 +89,17 @@ class ResultsReporter:
         except SpecError:
             return []
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session):
+        """Innermost wrapper: what it writes comes after xdist has stopped its workers (they finish
+        the runs they were carrying out when Ctrl-C came) and before the terminal summary."""
+        try:
+            return (yield)
+        finally:
+            self._recover(interrupted=session.exitstatus == pytest.ExitCode.INTERRUPTED)
+            self._write(session)
+
+    def _write(self, session: pytest.Session) -> None:
         if not self.results:
             return
         from pytest_mlab.results.report import write_outputs
@@ -63,6 +107,7 @@ class ResultsReporter:
         runs = list(self.results.values())
         settings = {key: list(value) if isinstance(value, tuple) else str(value) if isinstance(value, Path) else value
                     for key, value in asdict(self.settings).items()}
+        settings.update(isolation_record(self.settings.sandbox, (run.sandbox for run in runs)))
         try:
             self.outputs = write_outputs(self.settings.out_dir, runs, settings)
         except (OSError, SpecError) as exc:  # the results table still prints below
@@ -111,9 +156,7 @@ def _crashed_from_report(report: pytest.TestReport, settings: Settings, agents: 
     llm = middle[len(agent) + 1:] or None
     text = str(report.longrepr or "")
     message = text.strip().splitlines()[-1] if text.strip() else "the run crashed without a result"
-    return RunResult(
+    return unfinished_result(
         nodeid=report.nodeid, run_id=f"{match.group('task')}[{params}]", task=match.group("task"),
         agent=agent, llm=llm, seed=seed, variant=settings.variant, sandbox=settings.sandbox,
-        metric="?", direction="?", expect="?", passed=False, score=None, baseline=None, improvement=None,
-        success=False, valid=False, invalid_reason=None, end_reason="crashed", failure="crashed",
-        message=message, steps=0, wall_time=round(report.duration, 3))
+        end_reason="crashed", message=message, wall_time=round(report.duration, 3))

@@ -156,6 +156,45 @@ def read_trace(path: Path | str) -> list[dict[str, Any]]:
     return records
 
 
+def first_record(path: Path | str) -> dict[str, Any] | None:
+    """The trace's first record (a run's ``run`` record), reading only its first line; None when the
+    trace is missing, empty or that line is incomplete."""
+    try:
+        with open(path, "rb") as reader:
+            line = reader.readline()
+        value = _decode(line)
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def last_record(path: Path | str) -> dict[str, Any] | None:
+    """The trace's last complete record, reading only its tail: a last line cut short by a kill
+    mid-write is passed over, as :func:`read_trace` does. None when there is no such record."""
+    try:
+        with open(path, "rb") as reader:
+            end = reader.seek(0, os.SEEK_END)
+            tolerated = False
+            while end > 0:
+                start = _last_line_start(reader, end)
+                reader.seek(start)
+                line = reader.read(end - start)
+                end = start
+                if not line.strip():
+                    continue
+                try:
+                    value = _decode(line)
+                except ValueError:
+                    if tolerated:
+                        return None
+                    tolerated = True
+                    continue
+                return value if isinstance(value, dict) else None
+    except OSError:
+        return None
+    return None
+
+
 def _last_nonblank(lines: list[bytes]) -> int:
     """Index of the last line with content, or -1."""
     for index in range(len(lines) - 1, -1, -1):

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import multiprocessing
 
+import pytest
+
 from pytest_mlab.results.budget import Ledger, over_budget
+from pytest_mlab.results.record import RunResult
 from pytest_mlab.results.resume import finished_result
 from tests.results.builders import run, saved_run
 
@@ -56,3 +59,27 @@ def test_runs_without_a_result_record_run_again(tmp_path):
     assert finished_result(tmp_path / "other", "digits[mini-reference-s1]", "n") is None  # another run's folder
     (tmp_path / "other" / "trace.jsonl").write_text("garbage\n" + (tmp_path / "other" / "trace.jsonl").read_text())
     assert finished_result(tmp_path / "other", saved.run_id, "n") is None  # a corrupt trace is not trusted
+
+
+@pytest.mark.parametrize("ended", [dict(end_reason="interrupted", failure="interrupted"),
+                                   dict(end_reason="crashed", failure="crashed", infrastructure=True)],
+                         ids=["interrupted", "harness-failed"])
+def test_runs_cut_short_by_ctrl_c_or_the_harness_run_again(tmp_path, ended):
+    saved = saved_run(tmp_path / "run", [("Write File", {"a.py": "x"}, "ok")], run(passed=False, **ended))
+    assert finished_result(tmp_path / "run", saved.run_id, "n") is None
+
+
+@pytest.mark.parametrize("end_reason", ["final answer", "step limit", "timeout", "token limit", "no final answer",
+                                        "crashed"])
+def test_runs_that_ended_on_the_agents_account_are_kept(tmp_path, end_reason):
+    saved = saved_run(tmp_path / "run", [], run(end_reason=end_reason, passed=False))  # "crashed": the agent's bug
+    got = finished_result(tmp_path / "run", saved.run_id, "n")
+    assert got is not None and got.resumed and got.end_reason == end_reason and not got.infrastructure
+
+
+def test_a_result_saved_before_infrastructure_was_recorded_still_loads_and_is_kept(tmp_path):
+    old = run().to_dict()
+    del old["infrastructure"]
+    assert RunResult.from_dict(old).infrastructure is False
+    saved_run(tmp_path / "run", [], None, extra_records=[{"type": "result", **old}])
+    assert finished_result(tmp_path / "run", old["run_id"], "n").resumed

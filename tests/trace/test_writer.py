@@ -16,6 +16,7 @@ import pytest
 
 from pytest_mlab.errors import MlabError, TraceError
 from pytest_mlab.trace import TraceWriter, read_trace
+from pytest_mlab.trace.writer import first_record, last_record
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -210,6 +211,33 @@ def test_empty_trace_reads_as_no_records(tmp_path: Path) -> None:
 def test_missing_trace_raises_trace_error(tmp_path: Path) -> None:
     with pytest.raises(TraceError, match="no trace file"):
         read_trace(tmp_path / "nope.jsonl")
+
+
+def test_first_and_last_record_read_only_the_ends(tmp_path: Path) -> None:
+    path = tmp_path / "trace.jsonl"
+    path.write_bytes(b'{"type": "run"}\n' + b'{"step": 1}\n' * 3 + b'{"type": "result", "x": "' + b"y" * 200_000
+                     + b'"}\n\n')  # the last record is longer than one tail chunk; a blank line follows it
+    assert first_record(path) == {"type": "run"}
+    assert last_record(path) == {"type": "result", "x": "y" * 200_000}
+
+
+def test_last_record_passes_over_a_line_cut_short_but_not_a_corrupt_one(tmp_path: Path) -> None:
+    path = tmp_path / "trace.jsonl"
+    path.write_bytes(b'{"step": 1}\n{"step": 2}\n{"type": "result", "sco')  # killed while writing the result
+    assert last_record(path) == {"step": 2}
+    path.write_bytes(b'{"step": 1}\n{"step": 2\n{"type": "res')  # two bad lines: nothing is trusted
+    assert last_record(path) is None
+    path.write_bytes(b'{"step": 1}\n[1, 2]\n')  # a line that is not an object
+    assert last_record(path) is None
+
+
+def test_first_and_last_record_of_nothing(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    partial = tmp_path / "partial.jsonl"
+    partial.write_bytes(b'{"type": "run", "da')
+    for path in (empty, partial, tmp_path / "missing.jsonl"):
+        assert first_record(path) is None and last_record(path) is None
 
 
 # ---------------------------------------------------------------------- crashes

@@ -1,0 +1,63 @@
+"""This session's runs as their traces on disk tell them, for the results pytest's reports lost.
+
+Results reach the controller on pytest reports; after Ctrl-C or a dead xdist worker, some never
+arrive (the single process stops before it reports the interrupted item, reports in flight from
+workers are dropped). Each run's trace names the session that started it, in its ``run`` record
+and its ``result`` record, so at the end the controller reads back every run of its own session,
+and none of another session sharing the output folder.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+from pytest_mlab.results.record import RunResult, unfinished_result
+
+# the key under which the controller hands its session id to xdist workers (``workerinput``)
+WORKER_INPUT = "mlab_session"
+
+
+def session_id(workerinput: dict[str, Any] | None) -> str:
+    """The id the controller hands to its workers, or a new one on the controller (or alone)."""
+    if workerinput is not None and workerinput.get(WORKER_INPUT):
+        return str(workerinput[WORKER_INPUT])
+    return uuid.uuid4().hex
+
+
+def recovered_results(out_dir: Path, session: str, *,
+                      interrupted: bool) -> tuple[list[RunResult], list[RunResult]]:
+    """Every run of ``session`` under ``out_dir/runs``, as (graded, unfinished): the saved result of
+    each graded run, and for each run stopped before that a row saying so (``interrupted`` when the
+    session was, else ``crashed``).
+
+    Reads only the first and last line of each trace, so it stays cheap over many old runs."""
+    from pytest_mlab.trace.writer import first_record, last_record  # at the end only: configure stays light
+
+    graded, unfinished = [], []
+    for trace in sorted((out_dir / "runs").glob("*/trace.jsonl")):
+        started = first_record(trace)
+        if not started or started.get("type") != "run" or started.get("session") != session \
+                or not started.get("nodeid"):
+            continue
+        last = last_record(trace) or started
+        if last.get("type") == "result" and last.get("session") == session:
+            graded.append(RunResult.from_dict(last))
+        else:
+            unfinished.append(_unfinished(started, last, trace, interrupted))
+    return graded, unfinished
+
+
+def _unfinished(started: dict[str, Any], last: dict[str, Any], trace: Path, interrupted: bool) -> RunResult:
+    """The row of a run stopped before its result record: what its ``run`` record says of it."""
+    from pytest_mlab.env.environment import CRASHED, INTERRUPTED
+
+    end_reason = INTERRUPTED if interrupted else CRASHED
+    why = "the session was interrupted" if interrupted else "its worker died"
+    return unfinished_result(
+        nodeid=started["nodeid"], run_id=started.get("run_id", trace.parent.name), task=started.get("task", "?"),
+        agent=started.get("agent", "?"), llm=started.get("llm"), seed=started.get("seed", 0),
+        variant=started.get("variant", "?"), sandbox=started.get("sandbox", "?"), end_reason=end_reason,
+        trace=str(trace), wall_time=round(max(0.0, last.get("t", 0.0) - started.get("t", 0.0)), 3),
+        message=f"{why} before this run was graded; --mlab-resume runs it again")
