@@ -18,7 +18,6 @@ from pytest_mlab.env import environment as ends
 from pytest_mlab.env.deadline import RunTimedOut, deadline
 from pytest_mlab.grading.claims import unmeasured_claims
 from pytest_mlab.grading.grader import grade_snapshot
-from pytest_mlab.grading.measure import starter_files, task_sandbox_options
 from pytest_mlab.grading.verdict import judge
 from pytest_mlab.llm import LLMError, TokenLimitExceeded
 from pytest_mlab.llm.session import human_helper, open_session
@@ -95,12 +94,12 @@ def execute(plan: RunPlan, nodeid: str, *, console=None, session: str | None = N
 
 def sandbox_options(plan: RunPlan) -> SandboxOptions:
     """The task's limits and run-time requirements, as the sandbox backends take them."""
-    return task_sandbox_options(plan.task, plan.limits, plan.run_id)
+    return SandboxOptions.for_task(plan.task, plan.limits, plan.run_id)
 
 
 def _populate(sandbox, plan: RunPlan, public: Path, data_files: list[str]) -> None:
     """Starter files are copied (the agent edits them); data files are linked (read-only, maybe large)."""
-    for path, relative in starter_files(plan.task):
+    for path, relative in plan.task.env_files():
         sandbox.copy_in(path, relative)
     for relative in data_files:
         sandbox.copy_in(public / relative, relative, link=True)

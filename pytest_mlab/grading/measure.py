@@ -43,7 +43,7 @@ from pytest_mlab.grading.measured import OVERHEAD, STARTER, SUBMISSION
 from pytest_mlab.sandbox.base import ExecResult, Sandbox, SandboxOptions
 from pytest_mlab.sandbox.owner import owned_prefix
 from pytest_mlab.sandbox.registry import open_sandbox, resolve_kind
-from pytest_mlab.spec.models import Limits, Measure, TaskSpec
+from pytest_mlab.spec.models import Measure, TaskSpec
 from pytest_mlab.trace import SnapshotStore
 
 MEASURE_DIR = ".mlab-measure"
@@ -78,22 +78,6 @@ class Copied:
     skipped: list[str] = field(default_factory=list)  # links, devices, FIFOs, sockets: left out
 
 
-def task_sandbox_options(task: TaskSpec, limits: Limits, label: str) -> SandboxOptions:
-    """The sandbox a task's runs and measurements get: its limits and run-time requirements."""
-    return SandboxOptions(memory=limits.memory, pids=limits.pids, network=task.requires.network,
-                          gpu=task.requires.gpu, label=label, image=task.sandbox_image,
-                          dockerfile=task.sandbox_dockerfile)
-
-
-def starter_files(task: TaskSpec) -> tuple[tuple[Path, str], ...]:
-    """The task's starter files (its ``env/`` folder) and their workspace paths."""
-    env_dir = task.env_dir
-    if not env_dir.is_dir():
-        return ()
-    return tuple((path, path.relative_to(env_dir).as_posix())
-                 for path in sorted(p for p in env_dir.rglob("*") if p.is_file()))
-
-
 def measure(task: TaskSpec, store: SnapshotStore, snapshot_id: str, data: PreparedData, kind: str,
             options: SandboxOptions, dest: Path) -> Path:
     """Run the task's measure step on a snapshot; returns the ``measured`` folder made in ``dest``."""
@@ -108,7 +92,7 @@ def measure(task: TaskSpec, store: SnapshotStore, snapshot_id: str, data: Prepar
         if spec.timing_repeats is None:
             runner.run(submission, 0)
         else:
-            runner.timed(submission, Subject(STARTER, starter_files(task)), spec.timing_repeats)
+            runner.timed(submission, Subject(STARTER, task.env_files()), spec.timing_repeats)
     return measured
 
 

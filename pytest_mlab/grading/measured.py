@@ -12,7 +12,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from pytest_mlab.errors import InvalidSubmission
 
@@ -94,6 +94,24 @@ def load_array(path: Path, label: str):
     if not isinstance(array, np.ndarray) or array.dtype.kind not in "biuf":
         raise InvalidSubmission(f"{label}: expected a numeric array, got {getattr(array, 'dtype', type(array))}")
     return array
+
+
+def saved_arrays(measured: Path, *, source: str, what: str, stages: dict[str, str], label: str,
+                 name: str = "output.npy", unit: str = "run") -> Iterator[tuple[Any, str]]:
+    """The array each submission execution saved as ``name``, with where it came from for a
+    message (" (timed run 2 of 3)"; "" for a lone execution). An execution that reported no
+    result (``what`` names what it measured), or one that failed at a stage of ``stages`` (stage
+    -> what went wrong, followed by the detail the script reported), makes the submission invalid,
+    in a message that starts with ``source``, the agent's file."""
+    runs = executions(measured)
+    for run in runs:
+        result = run.result()
+        if result is None:
+            raise InvalidSubmission(f"{source}: " + run.failure(what))
+        if result.get("error") in stages:
+            raise InvalidSubmission(f"{source}: {stages[result['error']]} {result.get('detail', '')}".rstrip())
+        where = f" (timed {unit} {run.index + 1} of {len(runs)})" if len(runs) > 1 else ""
+        yield load_array(run.out / name, label), where
 
 
 def finite_positive(value: Any) -> bool:

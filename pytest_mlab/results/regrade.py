@@ -11,7 +11,6 @@ from typing import Any
 
 from pytest_mlab.data.cache import PreparedData
 from pytest_mlab.grading.grader import Grade, grade_snapshot
-from pytest_mlab.grading.measure import task_sandbox_options
 from pytest_mlab.grading.verdict import improvement, judge
 from pytest_mlab.results.record import RunResult
 from pytest_mlab.sandbox.base import SandboxOptions
@@ -69,7 +68,7 @@ def rescore_run(result: RunResult, task: TaskSpec, data: PreparedData, *, sandbo
     if snapshot is None:
         return result  # nothing was graded (the harness failed before the run): nothing to redo
     grade = grade_snapshot(task, SnapshotStore(run_dir / "snapshots", fsync=False), snapshot, data, sandbox=sandbox,
-                           options=task_sandbox_options(task, task.limits, result.run_id))
+                           options=SandboxOptions.for_task(task, task.limits, result.run_id))
     baseline = task.baseline.get(result.variant)
     detail = result.message.removeprefix(f"the run {result.end_reason}: ") if result.end_reason in (
         "crashed", "interrupted") else None

@@ -35,12 +35,12 @@ def after_run(plan: RunPlan, result: RunResult, settings: Settings) -> RunResult
         Ledger(settings.out_dir).add(plan.run_id, result.cost)
     if settings.score_steps and result.trace:
         from pytest_mlab.data import prepare_data
-        from pytest_mlab.grading.measure import task_sandbox_options
+        from pytest_mlab.sandbox.base import SandboxOptions
 
         try:
             data = prepare_data(plan.task, plan.variant, plan.cache_dir)
             scores = score_steps(plan.task, plan.run_dir, data, plan.baseline, sandbox=plan.sandbox,
-                                 options=task_sandbox_options(plan.task, plan.limits, plan.run_id))
+                                 options=SandboxOptions.for_task(plan.task, plan.limits, plan.run_id))
         except MlabError:
             return result  # the run stands as graded; only the curve is missing
         result = replace(result, best_improvement=scores["best_improvement"])

@@ -5,6 +5,10 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pytest_mlab.spec.models import Limits, TaskSpec
 
 
 @dataclass(frozen=True)
@@ -20,6 +24,11 @@ class ExecResult:
     # CPU seconds (user + system) of everything the command started, measured by the harness from
     # outside the command's processes; None where the backend cannot tell
     cpu_time: float | None = None
+
+
+def memory_limit_notice(memory: int) -> str:
+    """The line a command's output ends with when the sandbox's memory limit killed part of it."""
+    return f"\n[killed: the sandbox's memory limit ({memory / (1 << 20):.0f} MiB) was reached]\n"
 
 
 def signal_exit_code(code: int) -> int:
@@ -44,6 +53,12 @@ class SandboxOptions:
     label: str = ""  # the run id, for naming/labelling containers and temp folders
     image: str | None = None  # docker only: the task's image (None: the default host-runtime image)
     dockerfile: Path | None = None  # docker only: a Dockerfile to build the task's image from
+
+    @classmethod
+    def for_task(cls, task: "TaskSpec", limits: "Limits", label: str) -> "SandboxOptions":
+        """The sandbox a task's runs and measurements get: its limits and run-time requirements."""
+        return cls(memory=limits.memory, pids=limits.pids, network=task.requires.network, gpu=task.requires.gpu,
+                   label=label, image=task.sandbox_image, dockerfile=task.sandbox_dockerfile)
 
 
 @dataclass(frozen=True)

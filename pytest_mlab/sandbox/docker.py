@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_mlab.errors import SandboxError
-from pytest_mlab.sandbox.base import ExecResult, SandboxOptions, signal_exit_code
+from pytest_mlab.sandbox.base import ExecResult, SandboxOptions, memory_limit_notice, signal_exit_code
 from pytest_mlab.sandbox.docker_image import (DEFAULT_IMAGE, build_task_image, ensure_image, host_init, host_python,
                                               host_runtime_binds, uses_host_runtime)
 from pytest_mlab.sandbox.environ import clean_environment
@@ -298,8 +298,7 @@ class DockerSandbox(LocalSandbox):
         cpu_after = _cpu_seconds(container)  # after the kill: what the command left running is counted too
         stderr = buffers[1].text()
         if out_of_memory:
-            limit = (self.options.memory or DEFAULT_MEMORY) / (1 << 20)
-            stderr += f"\n[killed: the sandbox's memory limit ({limit:.0f} MiB) was reached]\n"
+            stderr += memory_limit_notice(self.options.memory or DEFAULT_MEMORY)
         return ExecResult(
             returncode=signal_exit_code(exit_code) if exit_code is not None else None,
             stdout=buffers[0].text(), stderr=stderr, timed_out=exit_code is None,

@@ -43,7 +43,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Callable, Iterable, Iterator, NamedTuple
 
 from pytest_mlab.errors import EnvError, SandboxError
-from pytest_mlab.sandbox.base import Entry, ExecResult, Sandbox, SandboxOptions
+from pytest_mlab.sandbox.base import Entry, ExecResult, Sandbox, SandboxOptions, memory_limit_notice
 from pytest_mlab.sandbox.cgroups import Limits
 from pytest_mlab.sandbox.environ import clean_environment
 from pytest_mlab.sandbox.owner import owned_prefix
@@ -746,8 +746,7 @@ class LocalSandbox(Sandbox):
             counted = max(0.0, cpu_after - cpu_before)
             result = replace(result, cpu_time=max(counted, result.cpu_time or 0.0))
         if limits.oom_kills() > oom_before:
-            notice = f"[killed: the sandbox's memory limit ({(limits.memory or 0) / (1 << 20):.0f} MiB) was reached]"
-            result = replace(result, stderr=f"{result.stderr}\n{notice}\n")
+            result = replace(result, stderr=result.stderr + memory_limit_notice(limits.memory or 0))
         return result
 
     def _supervise(

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import re
 import socket
-import tempfile
 
 # mlab-<kind>-<pid>-<start ticks>-<pid namespace>-<anything>: what ``owned_prefix`` names and the sweeps look for
 _OWNED_NAME = re.compile(r"^mlab-(?P<kind>[a-z]+)-(?P<pid>\d+)-(?P<ticks>\d+)-(?P<namespace>\d+)-")
@@ -48,11 +47,6 @@ def owned_prefix(kind: str) -> str:
     whose it is. Without /proc the name carries no owner and is never swept."""
     ticks, namespace = start_ticks(os.getpid()), pid_namespace()
     return f"mlab-{kind}-{os.getpid()}-{ticks}-{namespace}-" if ticks and namespace else f"mlab-{kind}-"
-
-
-def owned_temp_dir(kind: str) -> str:
-    """A fresh temp folder named for its owner (``tempfile.mkdtemp``), for callers that remove it."""
-    return tempfile.mkdtemp(prefix=owned_prefix(kind))
 
 
 def name_owner_gone(name: str) -> bool:

@@ -126,6 +126,13 @@ class TaskSpec:
     def env_dir(self) -> Path:
         return self.assets / "env"
 
+    def env_files(self) -> tuple[tuple[Path, str], ...]:
+        """The files every workspace starts with (the starter, descriptions), with their workspace paths."""
+        if not self.env_dir.is_dir():
+            return ()
+        return tuple((path, path.relative_to(self.env_dir).as_posix())
+                     for path in sorted(p for p in self.env_dir.rglob("*") if p.is_file()))
+
 
 @dataclass(frozen=True)
 class ArgumentSpec:

@@ -22,7 +22,7 @@ import pathlib
 import numpy as np
 
 from pytest_mlab.grading import InvalidSubmission
-from pytest_mlab.grading.measured import executions, load_array
+from pytest_mlab.grading.measured import saved_arrays
 from pytest_mlab.grading.timing import relative_time
 
 MIN_AGREEMENT = 0.9
@@ -60,15 +60,9 @@ def score(workspace: pathlib.Path, answers: pathlib.Path, measured: pathlib.Path
                                 "load_model() and generate() from it")
     with np.load(answers / "prompts.npz") as case:
         prompts, expected = case["input_ids"], case["expected"]
-    runs = executions(measured)
-    for run in runs:
-        result = run.result()
-        if result is None:
-            raise InvalidSubmission("inference.py: " + run.failure(
-                f"the measurement process (import inference, load_model() and generate over {prompts.shape[0]} "
-                f"batches of prompts)"))
-        if result.get("error") in _STAGES:
-            raise InvalidSubmission(f"inference.py: {_STAGES[result['error']]} {result.get('detail', '')}")
-        output = load_array(run.out / "output.npy", "inference.py: generate")
-        _check(output, prompts, expected, f" (timed run {run.index + 1} of {len(runs)})" if len(runs) > 1 else "")
+    what = (f"the measurement process (import inference, load_model() and generate over {prompts.shape[0]} "
+            f"batches of prompts)")
+    for output, where in saved_arrays(measured, source="inference.py", what=what, stages=_STAGES,
+                                      label="inference.py: generate"):
+        _check(output, prompts, expected, where)
     return relative_time(measured, "inference.py")

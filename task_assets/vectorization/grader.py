@@ -22,7 +22,7 @@ import pathlib
 import numpy as np
 
 from pytest_mlab.grading import InvalidSubmission
-from pytest_mlab.grading.measured import executions, load_array
+from pytest_mlab.grading.measured import saved_arrays
 from pytest_mlab.grading.timing import relative_time
 
 RTOL = 1e-5
@@ -34,16 +34,15 @@ def _layer_call(config: dict) -> str:
             f"{config['stride']}, {config['padding']}, {config['activation']!r})")
 
 
-def _stage_error(result: dict, call: str) -> str | None:
-    detail = result.get("detail", "")
+def _stages(call: str) -> dict[str, str]:
+    """What went wrong at each stage of the measurement, as its messages say it."""
     return {
-        "import": f"train.py: importing the module raised {detail}",
-        "no_class": "train.py: defines no class Conv2DLayer; the grader builds the layer from it",
-        "init": f"train.py: {call} (then setting .kernel_matrices and .biases) raised {detail}",
-        "forward": f"train.py: Conv2DLayer.forward raised {detail}",
-        "output": f"train.py: Conv2DLayer.forward must return a numeric numpy array; converting its result raised "
-                  f"{detail}",
-    }.get(result.get("error"))
+        "import": "importing the module raised",
+        "no_class": "defines no class Conv2DLayer; the grader builds the layer from it",
+        "init": f"{call} (then setting .kernel_matrices and .biases) raised",
+        "forward": "Conv2DLayer.forward raised",
+        "output": "Conv2DLayer.forward must return a numeric numpy array; converting its result raised",
+    }
 
 
 def _check_output(output: np.ndarray, expected: np.ndarray, where: str) -> None:
@@ -71,16 +70,9 @@ def score(workspace: pathlib.Path, answers: pathlib.Path, measured: pathlib.Path
         expected = case["expected"]
         config = json.loads(str(case["config"]))
     call = _layer_call(config)
-    runs = executions(measured)
-    for run in runs:
-        result = run.result()
-        if result is None:
-            raise InvalidSubmission("train.py: " + run.failure(
-                f"the measurement process (import train, {call}, one forward call on a "
-                f"{tuple(config['batch_shape'])} batch)"))
-        message = _stage_error(result, call)
-        if message:
-            raise InvalidSubmission(message)
-        output = load_array(run.out / "output.npy", "train.py: Conv2DLayer.forward")
-        _check_output(output, expected, f" (timed call {run.index + 1} of {len(runs)})" if len(runs) > 1 else "")
+    what = (f"the measurement process (import train, {call}, one forward call on a "
+            f"{tuple(config['batch_shape'])} batch)")
+    for output, where in saved_arrays(measured, source="train.py", what=what, stages=_stages(call),
+                                      label="train.py: Conv2DLayer.forward", unit="call"):
+        _check_output(output, expected, where)
     return relative_time(measured, "train.py")

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from pytest_mlab.data.cache import PreparedData
 from pytest_mlab.grading.grader import Grade, grade_snapshot
-from pytest_mlab.grading.measure import measure, task_sandbox_options
+from pytest_mlab.grading.measure import measure
+from pytest_mlab.sandbox.base import SandboxOptions
 from pytest_mlab.spec.models import FunctionRef, Limits, Measure, Metric, TaskSpec
 from pytest_mlab.trace import SnapshotStore
 
@@ -97,7 +98,7 @@ class TinyTask:
         return grade_snapshot(self.task, store, snapshot, self.data, sandbox=kind, options=self.options())
 
     def options(self):
-        return task_sandbox_options(self.task, self.task.limits, f"test-{self.task.name}")
+        return SandboxOptions.for_task(self.task, self.task.limits, f"test-{self.task.name}")
 
 
 CONSTANT_GRADER = "def score(workspace, answers, measured):\n    return 1.0\n"

@@ -13,7 +13,8 @@ import pytest
 
 from pytest_mlab.data.cache import PreparedData
 from pytest_mlab.errors import InvalidSubmission
-from pytest_mlab.grading.measure import measure, task_sandbox_options
+from pytest_mlab.grading.measure import measure
+from pytest_mlab.sandbox.base import SandboxOptions
 from pytest_mlab.grading.tool_run import ToolRun, tool_runs, write_fixtures
 from pytest_mlab.trace import SnapshotStore
 from tests.sandbox.backends import kind  # noqa: F401  (the fixture: every backend that can run here)
@@ -44,7 +45,7 @@ def run_tool(tmp_path: Path, kind: str, code: str, *, cases: list[dict] | None =
     store = SnapshotStore(tmp_path / "snapshots")
     task = task_spec(TASK)
     measured = measure(task, store, store.snapshot(workspace).id, PreparedData(tmp_path / "data" / "public", hidden),
-                       kind, task_sandbox_options(task, task.limits, "test-tool"), tmp_path / "grade")
+                       kind, SandboxOptions.for_task(task, task.limits, "test-tool"), tmp_path / "grade")
     return tool_runs(measured, len(cases), "tool.py")
 
 

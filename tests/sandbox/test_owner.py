@@ -7,10 +7,11 @@ import os
 import re
 import socket
 import subprocess
+import tempfile
 from pathlib import Path
 
-from pytest_mlab.sandbox.owner import (name_owner_gone, owned_prefix, owned_temp_dir, owner_gone, owner_label,
-                                       pid_namespace, start_ticks)
+from pytest_mlab.sandbox.owner import (name_owner_gone, owned_prefix, owner_gone, owner_label, pid_namespace,
+                                       start_ticks)
 from tests.helpers import REPO
 
 
@@ -24,7 +25,7 @@ def exited_process() -> tuple[int, str]:
 
 def test_owned_names_carry_pid_start_time_and_pid_namespace():
     assert owned_prefix("ws") == f"mlab-ws-{os.getpid()}-{start_ticks(os.getpid())}-{pid_namespace()}-"
-    folder = Path(owned_temp_dir("call"))
+    folder = Path(tempfile.mkdtemp(prefix=owned_prefix("call")))
     try:
         assert folder.name.startswith(owned_prefix("call")) and folder.is_dir()
         assert not name_owner_gone(folder.name)

@@ -25,7 +25,7 @@ import pytest
 from pytest_mlab.data.cache import PreparedData
 from pytest_mlab.errors import InvalidSubmission
 from pytest_mlab.grading.grader import grade_snapshot
-from pytest_mlab.grading.measure import task_sandbox_options
+from pytest_mlab.sandbox.base import SandboxOptions
 from pytest_mlab.sandbox.cgroups import Limits
 from pytest_mlab.sandbox.containment import cgroup_works
 from pytest_mlab.trace import SnapshotStore
@@ -305,7 +305,7 @@ def grade_real(task: str, kind: str, workspace: Path, data: PreparedData, tmp_pa
     store = SnapshotStore(tmp_path / "snapshots")
     snapshot = store.snapshot(workspace, link_paths=data.public_files()).id
     return grade_snapshot(spec, store, snapshot, data, sandbox=kind,
-                          options=task_sandbox_options(spec, spec.limits, f"attack-{task}"))
+                          options=SandboxOptions.for_task(spec, spec.limits, f"attack-{task}"))
 
 
 CLRS_DIGGER = textwrap.dedent('''

@@ -104,7 +104,7 @@ def grade(task: str, workspace: pathlib.Path, hidden: pathlib.Path, *, sandbox: 
         return load_function(task, load_spec(task)["metric"]["grader"])(workspace, hidden)
     from pytest_mlab.data.cache import PreparedData
     from pytest_mlab.grading.grader import grade_snapshot
-    from pytest_mlab.grading.measure import task_sandbox_options
+    from pytest_mlab.sandbox.base import SandboxOptions
     from pytest_mlab.trace import SnapshotStore
 
     with tempfile.TemporaryDirectory(prefix="mlab-test-grade-") as scratch:
@@ -116,7 +116,7 @@ def grade(task: str, workspace: pathlib.Path, hidden: pathlib.Path, *, sandbox: 
         store = SnapshotStore(pathlib.Path(scratch, "snapshots"))
         snapshot = store.snapshot(workspace, link_paths=data.public_files()).id
         result = grade_snapshot(spec, store, snapshot, data, sandbox=sandbox,
-                                options=task_sandbox_options(spec, spec.limits, f"test-{task}"))
+                                options=SandboxOptions.for_task(spec, spec.limits, f"test-{task}"))
     if not result.valid:
         raise InvalidSubmission(result.invalid_reason)
     return result.score
