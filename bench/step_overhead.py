@@ -25,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from pytest_mlab.actions.registry import implementations  # noqa: E402
 from pytest_mlab.env import Environment, ReadOnlyRules  # noqa: E402
 from pytest_mlab.sandbox import LocalSandbox  # noqa: E402
 from pytest_mlab.spec.models import Limits  # noqa: E402
@@ -86,7 +87,8 @@ def one_run(root: Path, data: Path, project: Project, checkpoint_mb: int, hash_f
     (workspace / "train.py").write_text(TRAIN.format(size=checkpoint_mb * MB))
     store = TimedStore(root / "snapshots")
     actions = tuple(project.action(name) for name in ("List Files", "Execute Script"))
-    env = Environment(sandbox=LocalSandbox(workspace), actions=actions, limits=Limits(max_steps=10),
+    env = Environment(sandbox=LocalSandbox(workspace), actions=actions, implementations=implementations(actions),
+                      limits=Limits(max_steps=10),
                       read_only=ReadOnlyRules(frozenset({data.name})), trace=TraceWriter(root / "trace.jsonl"),
                       snapshots=store, research_problem="bench")
     try:

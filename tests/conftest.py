@@ -10,7 +10,8 @@ import pytest
 
 from tests.helpers import copy_toy_project
 
-pytest_plugins = ["pytester"]
+# tests.sandbox.backends: the ``kind`` fixture, every sandbox backend that can run here
+pytest_plugins = ["pytester", "tests.sandbox.backends"]
 
 # fnmatch's '*' also matches '/', so these cover nested folders too.
 collect_ignore_glob = [

@@ -416,3 +416,52 @@ def test_xdist_runs_report_every_result_once(pytester, toy_project, mlab_cache) 
     assert sorted(run["run_id"] for run in payload["runs"]) == [
         "toy[mini-baseline-s0]", "toy[mini-baseline-s1]", "toy[mini-reference-s0]", "toy[mini-reference-s1]"]
     assert all(run["passed"] for run in payload["runs"])
+
+
+# ------------------------------------------------------------------ agent options, checked at collection
+
+def agent_with(options: str, *, implementation: str = "pytest_mlab.agents.llm_agent:LLMAgent",
+               actions: str = "[List Files, Final Answer]", default: bool = False) -> str:
+    return (f"kind: Agent\nname: mine\nimplementation: {implementation}\nllm: {{main: gpt-4}}\n"
+            f"actions: {actions}\ndefault: {str(default).lower()}\noptions:\n{options}")
+
+
+def test_a_bad_agent_option_is_a_usage_error_at_its_line_before_any_run(pytester, toy_project, mlab_cache) -> None:
+    write(toy_project, "agents/mine.yaml", agent_with("  max_retries: 5\n  steps_in_context: \"three\"\n"))
+    result = run_specs(pytester, "--collect-only", "--agent=mine", "--llm=scripted:nothing.yaml", cache_dir=mlab_cache)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    output = output_of(result)
+    assert "agents/mine.yaml:9: options.steps_in_context: 'three' is not of type 'integer'" in output, output
+    assert_no_traceback(output)
+
+
+def test_a_bad_option_of_a_default_agent_is_a_collection_error_naming_file_and_line(
+        pytester, toy_project, mlab_cache) -> None:
+    write(toy_project, "agents/mine.yaml", agent_with("  stepz_in_context: 3\n", default=True))
+    result = run_specs(pytester, "--collect-only", "-q", cache_dir=mlab_cache)
+    output = output_of(result)
+    assert result.ret == pytest.ExitCode.INTERRUPTED, output  # a collection error stops the session
+    assert "agents/mine.yaml:8: options.stepz_in_context: unknown key 'stepz_in_context'; " \
+           "did you mean 'steps_in_context'?" in output, output
+    assert_no_traceback(output)
+
+
+@pytest.mark.parametrize("implementation, options, expected", [
+    ("pytest_mlab.agents.research:ResearchAgent", "  retrieval: true\n",
+     "agents/mine.yaml:5: actions: with options.retrieval: true the agent needs the action "
+     "'Append Summary to Research Log'"),
+    ("pytest_mlab.agents.llm_agent:LLMAgent", "  entries: [Thought, Action]\n",
+     "agents/mine.yaml:8: options.entries: must end with Action, Action Input"),
+    ("pytest_mlab.agents.base:load_agent", "  x: 1\n",
+     "agents/mine.yaml:3: implementation: 'pytest_mlab.agents.base:load_agent' is not an agent class"),
+    ("pytest_mlab.agents.nowhere:Agent", "  x: 1\n",
+     "agents/mine.yaml:3: implementation: cannot import 'pytest_mlab.agents.nowhere' for agent 'mine'"),
+], ids=["needs-an-action", "schema-cannot-say", "not-a-class", "no-module"])
+def test_what_an_agent_class_requires_is_checked_at_collection(pytester, toy_project, mlab_cache, implementation,
+                                                              options, expected) -> None:
+    write(toy_project, "agents/mine.yaml", agent_with(options, implementation=implementation))
+    result = run_specs(pytester, "--collect-only", "--agent=mine", "--llm=scripted:nothing.yaml", cache_dir=mlab_cache)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    output = output_of(result)
+    assert expected in output, output
+    assert_no_traceback(output)

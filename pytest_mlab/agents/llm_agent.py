@@ -25,6 +25,7 @@ from pytest_mlab.agents.parsing import (STOP, ResponseError, cut_at_stop, missin
 from pytest_mlab.env.environment import Environment, usage
 from pytest_mlab.errors import SpecError
 from pytest_mlab.llm.base import LLMError
+from pytest_mlab.spec.models import AgentSpec
 from pytest_mlab.spec.plan import RunPlan
 
 DEFAULTS: dict[str, Any] = {
@@ -33,6 +34,20 @@ DEFAULTS: dict[str, Any] = {
     "steps_in_context": 3,
     "max_retries": 5,
     "summarize_over": 5000,
+}
+
+_WHOLE = {"type": "integer", "minimum": 0}
+#: ``options:`` of every LLM-driven agent: the loop's own and those the LLM layer reads.
+LLM_AGENT_OPTIONS: dict[str, Any] = {
+    "entries": {"type": "array", "items": {"enum": list(prompts.ENTRY_GUIDES)}, "minItems": 2, "uniqueItems": True},
+    "instructions": {"enum": list(prompts.INSTRUCTIONS)},
+    "steps_in_context": _WHOLE,
+    "max_retries": _WHOLE,
+    "summarize_over": _WHOLE,
+    "temperature": {"type": "number", "minimum": 0},
+    "max_tokens": {"type": "integer", "minimum": 1},
+    "llm_attempts": {"type": "integer", "minimum": 1},
+    "llm_timeout": {"type": "number", "exclusiveMinimum": 0},
 }
 
 
@@ -62,30 +77,25 @@ class LLMAgent(Agent):
     #: Actions the agent uses for its own bookkeeping; not offered to the model.
     internal_actions: tuple[str, ...] = ()
 
-    def __init__(self, plan: RunPlan) -> None:
-        super().__init__(plan)
+    options_schema = {"type": "object", "additionalProperties": False, "properties": LLM_AGENT_OPTIONS}
+
+    def __init__(self, plan: RunPlan, llm: Any = None) -> None:
+        super().__init__(plan, llm)
         self.config = {**DEFAULTS, **self.options}
-        entries = self.config["entries"]
-        if (not isinstance(entries, list) or entries[-2:] != ["Action", "Action Input"]
-                or any(name not in prompts.ENTRY_GUIDES for name in entries)):
-            raise SpecError(plan.agent.source, None, "options.entries",
-                            f"must be a list of entries from {list(prompts.ENTRY_GUIDES)} ending with "
-                            f"Action, Action Input; got {entries!r}")
-        for key in ("steps_in_context", "max_retries", "summarize_over"):
-            if not isinstance(self.config[key], int) or isinstance(self.config[key], bool) or self.config[key] < 0:
-                raise SpecError(plan.agent.source, None, f"options.{key}",
-                                f"must be a whole number >= 0, got {self.config[key]!r}")
-        if self.config["instructions"] not in prompts.INSTRUCTIONS:
-            raise SpecError(plan.agent.source, None, "options.instructions",
-                            f"must be one of {list(prompts.INSTRUCTIONS)}, got {self.config['instructions']!r}")
+
+    @classmethod
+    def check_spec(cls, spec: AgentSpec) -> None:
+        entries = spec.options.get("entries")
+        if entries is not None and entries[-2:] != ["Action", "Action Input"]:
+            raise SpecError(spec.source, None, "options.entries",
+                            f"must end with Action, Action Input (the response's last entries); got {entries!r}")
 
     # ------------------------------------------------------------------ the loop
 
     def run(self, env: Environment) -> None:
-        if env.llm is None:
+        if self.llm is None:
             raise LLMError(f"agent '{self.spec.name}' needs an LLM: run it with --llm=MODEL, or offline with "
                            f"--llm=scripted:FILE")
-        self.llm = env.llm
         self.tools = [spec for name, spec in env.actions.items() if name not in self.internal_actions]
         self.fixed_prompt = prompts.system_prompt(self.tools, env.research_problem, self.config["entries"],
                                                   self.config["instructions"])

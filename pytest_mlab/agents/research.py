@@ -9,11 +9,14 @@ log made for the current Research Plan and Status. With ``retrieval: false`` it 
 
 from __future__ import annotations
 
+from typing import Any
+
 from pytest_mlab.actions.research_log import retrieve
 from pytest_mlab.agents import prompts
-from pytest_mlab.agents.llm_agent import LLMAgent, Turn
+from pytest_mlab.agents.llm_agent import LLM_AGENT_OPTIONS, LLMAgent, Turn
 from pytest_mlab.env.environment import Environment
 from pytest_mlab.errors import SpecError
+from pytest_mlab.spec.models import AgentSpec
 from pytest_mlab.spec.plan import RunPlan
 
 APPEND = "Append Summary to Research Log"
@@ -21,16 +24,20 @@ APPEND = "Append Summary to Research Log"
 
 class ResearchAgent(LLMAgent):
     internal_actions = (APPEND,)
+    options_schema = {"type": "object", "additionalProperties": False,
+                      "properties": {**LLM_AGENT_OPTIONS, "retrieval": {"type": "boolean"}}}
 
-    def __init__(self, plan: RunPlan) -> None:
-        super().__init__(plan)
+    def __init__(self, plan: RunPlan, llm: Any = None) -> None:
+        super().__init__(plan, llm)
         self.retrieval = self.config.get("retrieval", True)
-        if not isinstance(self.retrieval, bool):
-            raise SpecError(plan.agent.source, None, "options.retrieval", f"must be true or false, got {self.retrieval!r}")
-        if self.retrieval and APPEND not in plan.agent.actions:
-            raise SpecError(plan.agent.source, None, "actions",
-                            f"with options.retrieval: true the agent needs the action '{APPEND}'")
         self.log: list[str] = []
+
+    @classmethod
+    def check_spec(cls, spec: AgentSpec) -> None:
+        super().check_spec(spec)
+        if spec.options.get("retrieval", True) and APPEND not in spec.actions:
+            raise SpecError(spec.source, None, "actions",
+                            f"with options.retrieval: true the agent needs the action '{APPEND}'")
 
     def after_step(self, env: Environment, turn: Turn) -> None:
         if not self.retrieval:

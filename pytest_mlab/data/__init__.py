@@ -2,13 +2,21 @@
 
 Recipes of full variants use :func:`download`, :func:`kaggle_competition`, :func:`hf_dataset`,
 :func:`hf_snapshot` and :func:`split_ids`; they import their heavy packages only when called.
+Names are imported on first use, so reading an option's default (the cache folder) does not load
+the download and preparation code into every pytest run.
 """
 
-from pytest_mlab.data.cache import PreparedData, default_cache_dir, is_prepared, prepare_data, prepare_verbosely
-from pytest_mlab.data.fetch import download
-from pytest_mlab.data.hf import hf_dataset, hf_snapshot
-from pytest_mlab.data.kaggle import kaggle_competition
-from pytest_mlab.data.split import split_ids
+from __future__ import annotations
 
-__all__ = ["PreparedData", "default_cache_dir", "download", "hf_dataset", "hf_snapshot", "is_prepared",
-           "kaggle_competition", "prepare_data", "prepare_verbosely", "split_ids"]
+from pytest_mlab.lazy import lazy_attributes
+
+_HOMES = {
+    "PreparedData": "cache", "default_cache_dir": "location", "is_prepared": "cache", "prepare_data": "cache",
+    "prepare_verbosely": "cache", "download": "fetch", "hf_dataset": "hf", "hf_snapshot": "hf",
+    "kaggle_competition": "kaggle", "split_ids": "split",
+}
+
+__all__ = sorted(_HOMES)
+
+
+__getattr__ = lazy_attributes(__name__, _HOMES)

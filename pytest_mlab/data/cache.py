@@ -41,11 +41,6 @@ class PreparedData:
                       for path in self.public.rglob("*") if path.is_file())
 
 
-def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pytest-mlab"
-
-
 def is_prepared(task: TaskSpec, variant: str, cache_dir: Path, *, seed: int = 0) -> bool:
     """Whether the cache holds this variant, current with its recipe (no lock: a hint for skips)."""
     return _is_current(cache_dir / task.name / variant, _recipe_fingerprint(task, variant, seed))

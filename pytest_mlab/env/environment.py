@@ -14,35 +14,34 @@ import difflib
 import json
 import time
 from collections.abc import Sequence
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
-from pytest_mlab.actions.registry import load_implementation
 from pytest_mlab.env.context import ActionContext, ReadOnlyRules
-from pytest_mlab.errors import EnvError
+from pytest_mlab.errors import EnvError, MlabError
 from pytest_mlab.llm.base import LLMError, TokenLimitExceeded
+from pytest_mlab.outcomes import EndReason
 from pytest_mlab.sandbox.base import Sandbox
 from pytest_mlab.spec.models import ActionSpec, ArgumentSpec, Limits
 from pytest_mlab.trace import Snapshot, SnapshotCaps, SnapshotStore, TraceWriter
-
-# How a run ended, as results and the trace name it.
-FINAL_ANSWER = "final answer"
-STEP_LIMIT = "step limit"
-TIME_LIMIT = "timeout"
-CRASHED = "crashed"
-INTERRUPTED = "interrupted"
-NO_FINAL_ANSWER = "no final answer"
-TOKEN_LIMIT = "token limit"
 
 NOTE_NAMES = 5  # files a snapshot note names before "and N more"
 RECORD_NAMES = 100  # files a trace record of a snapshot's omissions lists
 
 
 class Environment:
-    def __init__(self, *, sandbox: Sandbox, actions: tuple[ActionSpec, ...], limits: Limits,
+    """``implementations``: the callable of every action in ``actions``, by name, as the action
+    registry resolved them; the Environment only dispatches to them."""
+
+    def __init__(self, *, sandbox: Sandbox, actions: tuple[ActionSpec, ...],
+                 implementations: Mapping[str, Callable[..., str]], limits: Limits,
                  read_only: ReadOnlyRules, trace: TraceWriter, snapshots: SnapshotStore,
                  research_problem: str, llm: Any = None, human: Any = None) -> None:
+        missing = [spec.name for spec in actions if spec.name not in implementations]
+        if missing:
+            raise MlabError(f"no implementation given for the actions {', '.join(missing)}")
         self.sandbox = sandbox
         self.actions = {spec.name: spec for spec in actions}
+        self.implementations = dict(implementations)
         self.limits = limits
         self.read_only = read_only
         self.trace = trace
@@ -51,11 +50,11 @@ class Environment:
         self.llm = llm  # pytest_mlab.llm.LLM, shared by the agent and composite actions
         self.human = human
         self.steps = 0
-        self.end_reason: str | None = None
+        self.end_reason: EndReason | None = None
         self.final_answer: str | None = None
         self.last_snapshot: str | None = None
         self.started = time.monotonic()
-        self._implementations: dict[str, Callable[..., str]] = {}
+        self.trace.current_step = 1
         self._backups: dict[str, list[bytes | None]] = {}
 
     # ------------------------------------------------------------------ state
@@ -87,21 +86,22 @@ class Environment:
         try:
             spec = self._spec(action)
             values = self._arguments(spec, arguments)
-            observation = self._implementation(spec)(context, **values)
+            observation = self.implementations[spec.name](context, **values)
             if spec.ends_run:
                 self.final_answer = str(next(iter(values.values()), ""))
-                self.end_reason = FINAL_ANSWER
+                self.end_reason = EndReason.FINAL_ANSWER
         except EnvError as exc:
             observation, is_error = f"EnvError: {exc}", True
         except (TokenLimitExceeded, LLMError) as exc:  # from a composite action's LLM call: ends the run
             observation, is_error, llm_failure = f"{type(exc).__name__}: {exc}", True, exc
-            self.end_reason = TOKEN_LIMIT if isinstance(exc, TokenLimitExceeded) else CRASHED
+            self.end_reason = EndReason.TOKEN_LIMIT if isinstance(exc, TokenLimitExceeded) else EndReason.CRASHED
         self.steps += 1
+        self.trace.current_step = self.steps + 1
         if not self.done:
             if self.steps >= self.limits.max_steps:
-                self.end_reason = STEP_LIMIT
+                self.end_reason = EndReason.STEP_LIMIT
             elif self.elapsed >= self.limits.max_time:
-                self.end_reason = TIME_LIMIT
+                self.end_reason = EndReason.TIME_LIMIT
         snapshot = self._snapshot()
         if snapshot.omitted:
             observation = f"{observation}\n\n{omitted_note(snapshot.omitted)}"
@@ -114,7 +114,7 @@ class Environment:
             raise llm_failure  # the runner records how the run ended, with the message
         return observation
 
-    def end(self, reason: str, detail: str | None = None) -> None:
+    def end(self, reason: EndReason, detail: str | None = None) -> None:
         """Stop the run from outside (crash, Ctrl-C); the first reason recorded wins."""
         if self.end_reason is None:
             self.end_reason = reason
@@ -147,11 +147,6 @@ class Environment:
             hint = f" Did you mean '{guess[0]}'?" if guess else ""
             raise EnvError(f"invalid action {action!r}.{hint} Available actions: {', '.join(names)}")
         return self.actions[action]
-
-    def _implementation(self, spec: ActionSpec) -> Callable[..., str]:
-        if spec.name not in self._implementations:
-            self._implementations[spec.name] = load_implementation(spec)
-        return self._implementations[spec.name]
 
     def _arguments(self, spec: ActionSpec, arguments: dict[str, Any] | None) -> dict[str, Any]:
         arguments = {} if arguments is None else arguments

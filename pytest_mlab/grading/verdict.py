@@ -6,10 +6,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from pytest_mlab.grading.grader import Grade
+from pytest_mlab.outcomes import LIMIT_ENDS, EndReason, Failure
 from pytest_mlab.spec.models import TaskSpec
-
-
-CLAIMED_UNMEASURED = "claimed but unmeasured"
 
 
 @dataclass(frozen=True)
@@ -18,7 +16,7 @@ class Verdict:
     success: bool
     improvement: float | None
     message: str
-    failure: str | None  # failure category; None when the run succeeded at what it was expected to do
+    failure: Failure | None  # None when the run succeeded at what it was expected to do
 
 
 def improvement(score: float, baseline: float, higher_is_better: bool) -> float:
@@ -29,28 +27,30 @@ def improvement(score: float, baseline: float, higher_is_better: bool) -> float:
     return (change if higher_is_better else -change) + 0.0  # never -0.0
 
 
-def judge(task: TaskSpec, baseline: float | None, grade: Grade, end_reason: str, expect: str,
+def judge(task: TaskSpec, baseline: float | None, grade: Grade, end_reason: EndReason | str, expect: str,
           detail: str | None = None, unmeasured: Sequence[str] = ()) -> Verdict:
     """The item's assertion. ``expect='baseline'``: the submission reproduces the recorded baseline;
     ``expect='success'``: it beats the baseline by more than the task's threshold. ``unmeasured``:
     scores the agent claimed that no executed code printed (see grading/claims.py); a failed run
     that claimed such a score is categorised "claimed but unmeasured"."""
     metric = task.metric
-    if end_reason in ("crashed", "interrupted"):
+    end_reason = EndReason(end_reason)
+    if end_reason.cut_short:
         cause = detail.strip().splitlines()[-1] if detail and detail.strip() else "see the trace"
-        return Verdict(False, False, None, f"the run {end_reason}: {cause}", end_reason)
+        return Verdict(False, False, None, f"the run {end_reason}: {cause}", Failure.of_end(end_reason))
     if not grade.valid:
-        if unmeasured and end_reason == "final answer" and expect == "success":
+        if unmeasured and end_reason == EndReason.FINAL_ANSWER and expect == "success":
             return Verdict(False, False, None, f"invalid submission: {grade.invalid_reason}; yet the agent claimed "
-                           f"{unmeasured[0]}, which no executed code printed", CLAIMED_UNMEASURED)
-        ended = f" (the run ended by {end_reason})" if end_reason in ("step limit", "timeout", "token limit", "no final answer") else ""
-        return Verdict(False, False, None, f"invalid submission: {grade.invalid_reason}{ended}", "invalid submission")
+                           f"{unmeasured[0]}, which no executed code printed", Failure.CLAIMED_UNMEASURED)
+        ended = f" (the run ended by {end_reason})" if end_reason.is_limit else ""
+        return Verdict(False, False, None, f"invalid submission: {grade.invalid_reason}{ended}",
+                       Failure.INVALID_SUBMISSION)
     score = grade.score
     unit = f" {metric.unit}" if metric.unit else ""
     if baseline is None:
         return Verdict(False, False, None,
                        f"{metric.name} {score:.4g}{unit}, but the task records no baseline for this data variant; "
-                       f"add it under 'baseline:' in {task.source}", "no baseline")
+                       f"add it under 'baseline:' in {task.source}", Failure.NO_BASELINE)
     gain = improvement(score, baseline, metric.higher_is_better)
     head = f"{metric.name} {score:.4g}{unit} vs baseline {baseline:.4g}{unit}: {gain:+.1%}"
     success = gain > task.success_improvement
@@ -58,14 +58,12 @@ def judge(task: TaskSpec, baseline: float | None, grade: Grade, end_reason: str,
         deviation = abs(score - baseline) / abs(baseline) if baseline else abs(score)
         passed = deviation <= task.baseline_tolerance
         message = f"{head}, the baseline must be reproduced within ±{task.baseline_tolerance:.0%}"
-        return Verdict(passed, success, gain, message, None if passed else "baseline mismatch")
+        return Verdict(passed, success, gain, message, None if passed else Failure.BASELINE_MISMATCH)
     message = f"{head}, needs > {task.success_improvement:+.0%}"
     if success:
         return Verdict(True, True, gain, message, None)
-    failure = {"step limit": "step limit", "timeout": "timeout", "token limit": "token limit"}.get(end_reason, "below threshold")
-    if end_reason == "no final answer":
-        failure = "no final answer"
-    elif failure == "below threshold" and unmeasured:
-        failure = CLAIMED_UNMEASURED
+    failure = Failure.of_end(end_reason) if end_reason in LIMIT_ENDS else Failure.BELOW_THRESHOLD
+    if failure == Failure.BELOW_THRESHOLD and unmeasured:
+        failure = Failure.CLAIMED_UNMEASURED
         message += f"; the agent claimed {unmeasured[0]}, which no executed code printed"
     return Verdict(False, False, gain, message, failure)

@@ -6,8 +6,8 @@ Request Help action when a human is present. Needs the terminal, so it cannot ru
 from __future__ import annotations
 
 import sys
-from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Any, Callable, Iterator, TextIO
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any, Callable, TextIO
 
 from pytest_mlab.llm.base import Completion
 from pytest_mlab.llm.provider import Request, offline_completion
@@ -43,23 +43,6 @@ class Console:
     def help(self, question: str) -> str:
         """The ``human`` callable of the Request Help action."""
         return self.ask("the agent asks for help", question)
-
-
-def terminal_console(config: Any = None) -> Console:
-    """The real terminal, with pytest's capture suspended while the human reads and types."""
-    capture = config.pluginmanager.getplugin("capturemanager") if config is not None else None
-    if capture is None:
-        return Console()
-
-    @contextmanager
-    def suspended() -> Iterator[None]:
-        capture.suspend_global_capture(in_=True)  # in_=True: give stdin back too, as pdb does
-        try:
-            yield
-        finally:
-            capture.resume_global_capture()
-
-    return Console(suspend=suspended)
 
 
 class HumanProvider:

@@ -15,11 +15,6 @@ from pytest_mlab.llm.provider import Provider
 HUMAN = "human"
 
 
-def is_offline(model: str) -> bool:
-    """True for providers that need neither a key nor the network."""
-    return model == HUMAN or model.startswith((scripted.PREFIX, replay.PREFIX))
-
-
 def resolve_paths(model: str, base: Path | None) -> str:
     """``scripted:rel/path`` -> ``scripted:/abs/rel/path`` against ``base``; other models unchanged."""
     for prefix in (scripted.PREFIX, replay.PREFIX):
@@ -28,15 +23,21 @@ def resolve_paths(model: str, base: Path | None) -> str:
     return model
 
 
+def resolve_models(models: Mapping[str, str], base: Path | None) -> dict[str, str]:
+    """Role models as typed, with the files of ``scripted:`` and ``replay:`` made absolute against
+    the folder pytest was started in (``base``); the typed names stay in ids and results."""
+    return {role: resolve_paths(model, base) for role, model in models.items()}
+
+
 def make_provider(model: str, *, task: str, console: Any = None, attempts: int = 5) -> Provider:
     if model.startswith(scripted.PREFIX):
         return scripted.ScriptedProvider(scripted.script_file(model[len(scripted.PREFIX):], task))
     if model.startswith(replay.PREFIX):
         return replay.ReplayProvider(Path(model[len(replay.PREFIX):]).expanduser())
     if model == HUMAN:
-        from pytest_mlab.llm.human import HumanProvider, terminal_console
+        from pytest_mlab.llm.human import Console, HumanProvider
 
-        return HumanProvider(console or terminal_console())
+        return HumanProvider(console or Console())
     from pytest_mlab.llm.litellm_provider import LiteLLMProvider
 
     return LiteLLMProvider(attempts=attempts)
@@ -47,9 +48,9 @@ def make_providers(models: Mapping[str, str], **kwargs: Any) -> dict[str, Provid
     return {model: make_provider(model, **kwargs) for model in dict.fromkeys(models.values())}
 
 
-def unavailable(models: Mapping[str, str], task: str) -> str | None:
+def unavailable(models: Mapping[str, str], task: str, base: Path | None = None) -> str | None:
     """Why these role models cannot run ``task`` here (a skip reason naming the fix), or None."""
-    for model in dict.fromkeys(models.values()):
+    for model in dict.fromkeys(resolve_models(models, base).values()):
         if model.startswith(scripted.PREFIX):
             reason = scripted.unavailable(model[len(scripted.PREFIX):], task)
         elif model.startswith(replay.PREFIX):

@@ -15,8 +15,8 @@ from pytest_mlab.llm.provider import Provider, Request
 class LLMSession:
     """Implements :class:`pytest_mlab.llm.base.LLM` for one run.
 
-    ``current_step`` says which step a call belongs to: the runner points it at the environment
-    (``env.steps + 1``: calls before a step and inside its composite action belong to that step).
+    Each call is recorded under the trace's ``current_step``: calls before a step and inside its
+    composite action belong to that step.
     """
 
     def __init__(self, models: Mapping[str, str], providers: Mapping[str, Provider], trace: Any, *,
@@ -30,7 +30,6 @@ class LLMSession:
         self.timeout = timeout
         self.cache = cache
         self.clock = clock
-        self.current_step: Callable[[], int] = lambda: 0
         self.completions: list[Completion] = []
 
     @property
@@ -77,7 +76,7 @@ class LLMSession:
 
     def _record(self, request: Request, completion: Completion, errors: list[dict[str, Any]],
                 failure: Exception | None = None) -> None:
-        record = {"type": "llm", "step": self.current_step(), "role": request.role, "model": completion.model,
+        record = {"type": "llm", "step": self.trace.current_step, "role": request.role, "model": completion.model,
                   "purpose": request.purpose, "prompt": request.prompt,
                   "completion": None if failure else completion.text, "stop": list(request.stop),
                   "prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens,
@@ -91,37 +90,15 @@ class LLMSession:
         self.trace.write(record)
 
 
-#: Agent-spec ``options:`` read by the LLM layer: name -> (type check, description for errors).
-LLM_OPTIONS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "temperature": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0, "a number >= 0"),
-    "max_tokens": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0, "a whole number > 0"),
-    "llm_attempts": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0, "a whole number > 0"),
-    "llm_timeout": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0, "seconds > 0"),
-}
-
-
-def llm_options(agent: Any) -> dict[str, Any]:
-    """The LLM options of an agent spec, checked; a bad value is a SpecError naming the option."""
-    from pytest_mlab.errors import SpecError
-
-    values = {}
-    for name, (valid, description) in LLM_OPTIONS.items():
-        if name in agent.options:
-            value = agent.options[name]
-            if not valid(value):
-                raise SpecError(agent.source, None, f"options.{name}", f"must be {description}, got {value!r}")
-            values[name] = value
-    return values
-
-
 def open_session(plan: Any, trace: Any, *, console: Any = None) -> LLMSession:
-    """The session for a run plan whose agent uses an LLM (``plan.llms`` is not empty)."""
-    from pytest_mlab.llm.providers import make_providers
+    """The session for a run plan whose agent uses an LLM (``plan.llms`` is not empty). The agent
+    spec's LLM options were checked against its class's options schema when it was collected."""
+    from pytest_mlab.llm.providers import make_providers, resolve_models
 
-    options = llm_options(plan.agent)
-    providers = make_providers(plan.llms, task=plan.task.name, console=console,
-                               attempts=options.get("llm_attempts", 5))
-    return LLMSession(plan.llms, providers, trace, temperature=options.get("temperature"),
+    options = plan.agent.options
+    models = resolve_models(plan.llms, plan.invocation_dir)
+    providers = make_providers(models, task=plan.task.name, console=console, attempts=options.get("llm_attempts", 5))
+    return LLMSession(models, providers, trace, temperature=options.get("temperature"),
                       max_tokens=options.get("max_tokens"), timeout=options.get("llm_timeout"),
                       cache=ResponseCache(plan.llm_cache) if plan.llm_cache else None)
 

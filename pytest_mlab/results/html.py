@@ -19,7 +19,7 @@ from typing import Any
 from pytest_mlab.errors import TraceError
 from pytest_mlab.results.aggregate import aggregate
 from pytest_mlab.results.record import RunResult
-from pytest_mlab.results.regrade import saved_step_scores
+from pytest_mlab.trace.step_scores import saved_step_scores
 from pytest_mlab.trace import SnapshotStore, read_trace
 
 THINKING_KEYS = ("thinking", "reflection", "research_plan", "plan", "fact_check", "thought", "reasoning")

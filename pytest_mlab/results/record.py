@@ -1,4 +1,9 @@
-"""One run's result as plain data: it travels from xdist workers to the controller on the report."""
+"""One run's result as plain data: it travels from xdist workers to the controller on the report.
+
+A result is made in one of two ways: :meth:`RunResult.of_run` for a run that was carried out and
+graded, :meth:`RunResult.crashed` for one the harness could not carry out or lost before grading.
+Both start from the run's :class:`RunIdentity` and what it is :class:`JudgedBy`.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +11,16 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from pytest_mlab.outcomes import EndReason, Failure
+from pytest_mlab.spec.plan import RunPlan
+
 RESULT_PROPERTY = "mlab_result"
 
 
 @dataclass
-class RunResult:
+class RunIdentity:
+    """Which run this is: the same on every xdist worker, in the trace and in results.json."""
+
     nodeid: str
     run_id: str
     task: str
@@ -19,6 +29,46 @@ class RunResult:
     seed: int
     variant: str
     sandbox: str
+
+    @classmethod
+    def of_plan(cls, plan: RunPlan, nodeid: str, sandbox: str) -> "RunIdentity":
+        return cls(nodeid=nodeid, run_id=plan.run_id, task=plan.task.name, agent=plan.agent.name, llm=plan.llm,
+                   seed=plan.seed, variant=plan.variant, sandbox=sandbox)
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any], fallback_run_id: str) -> "RunIdentity":
+        """From a trace's ``run`` record (what a run wrote before it started acting)."""
+        return cls(nodeid=record.get("nodeid", "?"), run_id=record.get("run_id", fallback_run_id),
+                   task=record.get("task", "?"), agent=record.get("agent", "?"), llm=record.get("llm"),
+                   seed=record.get("seed", 0), variant=record.get("variant", "?"), sandbox=record.get("sandbox", "?"))
+
+    def to_record(self) -> dict[str, Any]:
+        return {item.name: getattr(self, item.name) for item in fields(RunIdentity)}
+
+
+@dataclass(frozen=True)
+class JudgedBy:
+    """What a run is judged by, known before it starts; unknown ("?") for a run lost before its trace said."""
+
+    metric: str = "?"
+    direction: str = "?"
+    expect: str = "?"
+    baseline: float | None = None
+
+    @classmethod
+    def of_plan(cls, plan: RunPlan) -> "JudgedBy":
+        return cls(plan.task.metric.name, plan.task.metric.direction, plan.agent.expect, plan.baseline)
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> "JudgedBy":
+        return cls(**{item.name: record[item.name] for item in fields(cls) if item.name in record})
+
+    def to_record(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class RunResult(RunIdentity):
     metric: str
     direction: str
     expect: str
@@ -45,6 +95,35 @@ class RunResult:
     # --mlab-resume runs it again
     infrastructure: bool = False
 
+    def __post_init__(self) -> None:
+        # plain strings, never the enums: results travel between xdist processes as builtins
+        self.end_reason = str(self.end_reason)
+        self.failure = None if self.failure is None else str(self.failure)
+
+    @classmethod
+    def of_run(cls, identity: RunIdentity, judged: JudgedBy, *, passed: bool, score: float | None,
+               improvement: float | None, success: bool, valid: bool, invalid_reason: str | None,
+               end_reason: EndReason, failure: str | None, message: str, steps: int, wall_time: float, run_dir: str,
+               trace: str, tokens: int = 0, cost: float = 0.0, unmeasured_claims: list[str] | None = None,
+               infrastructure: bool = False) -> "RunResult":
+        """A run that was carried out and graded."""
+        return cls(**identity.to_record(), **judged.to_record(), passed=passed, score=score, improvement=improvement,
+                   success=success, valid=valid, invalid_reason=invalid_reason, end_reason=end_reason,
+                   failure=failure, message=message, steps=steps, wall_time=wall_time, run_dir=run_dir, trace=trace,
+                   tokens=tokens, cost=cost, unmeasured_claims=list(unmeasured_claims or ()),
+                   infrastructure=infrastructure)
+
+    @classmethod
+    def crashed(cls, identity: RunIdentity, message: str, *, judged: JudgedBy = JudgedBy(),
+                end_reason: EndReason = EndReason.CRASHED, wall_time: float = 0.0,
+                trace: str | None = None) -> "RunResult":
+        """A run the harness could not carry out (data, sandbox) or lost before grading it (a dead
+        worker, a session stopped first): it counts as failed by the harness, not the agent."""
+        return cls(**identity.to_record(), **judged.to_record(), passed=False, score=None, improvement=None,
+                   success=False, valid=False, invalid_reason=None, end_reason=end_reason, failure=Failure.of_end(end_reason), message=message,
+                   steps=0, wall_time=wall_time, trace=trace, run_dir=str(Path(trace).parent) if trace else None,
+                   infrastructure=True)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -52,16 +131,3 @@ class RunResult:
     def from_dict(cls, data: dict[str, Any]) -> "RunResult":
         names = {field.name for field in fields(cls)}
         return cls(**{key: value for key, value in data.items() if key in names})
-
-
-def unfinished_result(*, nodeid: str, run_id: str, task: str, agent: str, llm: str | None, seed: int, variant: str,
-                      sandbox: str, end_reason: str, message: str, wall_time: float = 0.0,
-                      trace: str | None = None) -> RunResult:
-    """A row for a run the harness lost before grading it (a dead worker, a session stopped first):
-    what the task's metric was is unknown here, and the run counts as failed by the harness."""
-    return RunResult(
-        nodeid=nodeid, run_id=run_id, task=task, agent=agent, llm=llm, seed=seed, variant=variant, sandbox=sandbox,
-        metric="?", direction="?", expect="?", passed=False, score=None, baseline=None, improvement=None,
-        success=False, valid=False, invalid_reason=None, end_reason=end_reason, failure=end_reason, message=message,
-        steps=0, wall_time=wall_time, trace=trace, run_dir=str(Path(trace).parent) if trace else None,
-        infrastructure=True)

@@ -13,7 +13,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from pytest_mlab.results.record import RunResult, unfinished_result
+from pytest_mlab.outcomes import EndReason
+from pytest_mlab.results.record import JudgedBy, RunIdentity, RunResult
 
 # the key under which the controller hands its session id to xdist workers (``workerinput``)
 WORKER_INPUT = "mlab_session"
@@ -51,13 +52,10 @@ def recovered_results(out_dir: Path, session: str, *,
 
 def _unfinished(started: dict[str, Any], last: dict[str, Any], trace: Path, interrupted: bool) -> RunResult:
     """The row of a run stopped before its result record: what its ``run`` record says of it."""
-    from pytest_mlab.env.environment import CRASHED, INTERRUPTED
-
-    end_reason = INTERRUPTED if interrupted else CRASHED
+    end_reason = EndReason.INTERRUPTED if interrupted else EndReason.CRASHED
     why = "the session was interrupted" if interrupted else "its worker died"
-    return unfinished_result(
-        nodeid=started["nodeid"], run_id=started.get("run_id", trace.parent.name), task=started.get("task", "?"),
-        agent=started.get("agent", "?"), llm=started.get("llm"), seed=started.get("seed", 0),
-        variant=started.get("variant", "?"), sandbox=started.get("sandbox", "?"), end_reason=end_reason,
-        trace=str(trace), wall_time=round(max(0.0, last.get("t", 0.0) - started.get("t", 0.0)), 3),
-        message=f"{why} before this run was graded; --mlab-resume runs it again")
+    return RunResult.crashed(
+        RunIdentity.from_record(started, fallback_run_id=trace.parent.name),
+        f"{why} before this run was graded; --mlab-resume runs it again", judged=JudgedBy.from_record(started),
+        end_reason=end_reason,
+        trace=str(trace), wall_time=round(max(0.0, last.get("t", 0.0) - started.get("t", 0.0)), 3))

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_mlab.env.environment import INTERRUPTED
 from pytest_mlab.errors import TraceError
+from pytest_mlab.outcomes import EndReason
 from pytest_mlab.results.record import RunResult
 from pytest_mlab.trace import read_trace
 
@@ -37,4 +37,4 @@ def finished_result(run_dir: Path, run_id: str, nodeid: str) -> RunResult | None
 def ended_on_agent_account(result: RunResult) -> bool:
     """True when the run's end says something about the agent (final answer, a limit, its own
     crash); False when Ctrl-C or the harness cut it short, so its score says nothing."""
-    return result.end_reason != INTERRUPTED and not result.infrastructure
+    return result.end_reason != EndReason.INTERRUPTED and not result.infrastructure

@@ -1,18 +1,20 @@
-"""Where an agent's workspace lives and its code runs: one interface, several backends."""
+"""Where an agent's workspace lives and its code runs: one interface, several backends.
 
-from pytest_mlab.sandbox.base import Entry, ExecResult, Sandbox, SandboxOptions
-from pytest_mlab.sandbox.local import LocalSandbox
-from pytest_mlab.sandbox.paths import normalize_relpath, resolve_in_workspace
-from pytest_mlab.sandbox.registry import SANDBOX_KINDS, open_sandbox
+Names are imported on first use, so that reading the ``--sandbox`` choices does not load the
+backends into every pytest run.
+"""
 
-__all__ = [
-    "SandboxOptions",
-    "Entry",
-    "ExecResult",
-    "LocalSandbox",
-    "SANDBOX_KINDS",
-    "Sandbox",
-    "normalize_relpath",
-    "open_sandbox",
-    "resolve_in_workspace",
-]
+from __future__ import annotations
+
+from pytest_mlab.lazy import lazy_attributes
+
+_HOMES = {
+    "Entry": "base", "ExecResult": "base", "Sandbox": "base", "SandboxOptions": "base", "LocalSandbox": "local",
+    "normalize_relpath": "paths", "resolve_in_workspace": "paths", "SANDBOX_KINDS": "registry",
+    "open_sandbox": "registry",
+}
+
+__all__ = sorted(_HOMES)
+
+
+__getattr__ = lazy_attributes(__name__, _HOMES)

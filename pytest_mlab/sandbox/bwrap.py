@@ -1,7 +1,7 @@
 """The bwrap backend: the local backend's workspace, with every command run inside bubblewrap.
 
-File actions are the local backend's (the harness does them on the host, through the one
-path-safety function). Only commands differ: ``exec`` wraps the argv in ``bwrap`` so the code
+File actions are every backend's (:mod:`.workspace`: the harness does them on the host, through
+the one path-safety function). Only commands differ: ``exec`` wraps the argv in ``bwrap`` so the code
 sees
 
 - the system directories (/usr, /bin, /lib...), a few files of /etc and the Python installation
@@ -34,7 +34,6 @@ import functools
 import glob
 import os
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -140,40 +139,20 @@ class BwrapSandbox(LocalSandbox):
     def __init__(self, workspace: Path | None = None, *, base_env: dict[str, str] | None = None,
                  options: SandboxOptions | None = None) -> None:
         super().__init__(workspace, base_env=base_env, options=options)
-        self._linked: dict[str, tuple[int, int]] = {}  # host path -> (device, inode) of a linked data file
         python_bin = os.path.dirname(self.python)
         self._path = f"{python_bin}:/usr/local/bin:/usr/bin:/bin"
-
-    def _place(self, source: str, destination: str, link: bool) -> str:
-        """Remember hard-linked files: ``exec`` binds them read-only so the cache stays intact."""
-        placed = super()._place(source, destination, link)
-        info = os.lstat(placed)
-        if link and info.st_nlink > 1:
-            self._linked[placed] = (info.st_dev, info.st_ino)
-        return placed
-
-    def _still_linked(self) -> list[str]:
-        """Linked files that are still the cache's inode (the harness replaces, never writes through, them)."""
-        paths = []
-        for path, key in self._linked.items():
-            try:
-                info = os.lstat(path)
-            except OSError:
-                continue
-            if stat.S_ISREG(info.st_mode) and (info.st_dev, info.st_ino) == key:
-                paths.append(path)
-        return paths
 
     def _environment(self, env: dict[str, str] | None) -> dict[str, str]:
         return clean_environment({"HOME": HOME, "TMPDIR": "/tmp", "PATH": self._path, **self._base_env, **(env or {})})
 
     def exec(self, argv: list[str], *, timeout: float, output_limit: int, env: dict[str, str] | None = None,
              stdin: str | None = None) -> ExecResult:
-        self._check_open()
+        self.files.check_open()
         if not argv:
             raise SandboxError("exec needs a command to run, got an empty argv")
-        wrapped = [*bwrap_command(self.workspace, network=self.options.network, read_only=self._still_linked(),
-                                  gpu=self.options.gpu),
+        # linked data is bound read-only over itself, so the cache cannot be changed through it
+        linked = self.files.linked.still_linked()
+        wrapped = [*bwrap_command(self.workspace, network=self.options.network, read_only=linked, gpu=self.options.gpu),
                    *argv]
         # the local backend runs it in the sandbox's cgroups and kills the tree and the groups after
         result = super().exec(wrapped, timeout=timeout, output_limit=output_limit, env=env, stdin=stdin)

@@ -11,9 +11,9 @@ The strongest containment the machine allows is used:
    in the namespace; nothing can leave it.
 2. ``cgroup``: the command joins a fresh cgroup (:mod:`.cgroups`), and everything in the group is
    killed afterwards, however it detached itself.
-3. ``process tree``: the local backend's process-tree kill (session, group and descendants seen
-   while it ran). A process that calls ``setsid`` and loses its parent between two looks at
-   ``/proc`` escapes it; this is the only mode where something can survive.
+3. ``process tree``: the process-tree kill of :mod:`.process_tree` (session, group and
+   descendants seen while it ran). A process that calls ``setsid`` and loses its parent between
+   two looks at ``/proc`` escapes it; this is the only mode where something can survive.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO
 
 from pytest_mlab.sandbox.cgroups import Limits
+from pytest_mlab.sandbox.process_tree import ProcessTree, wait_for_exit
 
 PID_NAMESPACE = "pid namespace"
 CGROUP = "cgroup"
@@ -73,18 +74,16 @@ def run_contained(argv: list[str], *, cwd: Path, env: dict[str, str], timeout: f
     """Run ``argv`` contained; its output (stdout and stderr) goes to ``output``, or to this
     process's own when None. Returns the exit code, or None when ``timeout`` passed first. When
     this returns or raises (Ctrl-C), every process the command started is dead."""
-    from pytest_mlab.sandbox.local import _ProcessTree, _wait_for_exit
-
     mode = containment()
     group = Limits(None, None, "task-code", kind="task") if mode == CGROUP else None
     prefix = _pid_namespace_prefix() if mode == PID_NAMESPACE else group.prefix() if group else []
     deadline = math.inf if timeout is None else time.monotonic() + max(0.0, timeout)
     proc = subprocess.Popen([*prefix, *argv], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=output,
                             stderr=subprocess.STDOUT if output is not None else None, start_new_session=True)
-    tree = _ProcessTree(proc.pid)
+    tree = ProcessTree(proc.pid)
     exited = False
     try:
-        exited = _wait_for_exit(proc, deadline, tree.track if mode == PROCESS_TREE else lambda: None)
+        exited = wait_for_exit(proc, deadline, tree.track if mode == PROCESS_TREE else lambda: None)
     finally:
         tree.kill()
         if group is not None:

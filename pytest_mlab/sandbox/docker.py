@@ -1,12 +1,12 @@
-"""The docker backend: the local backend's workspace, with every command run in a container.
+"""The docker backend: a workspace on the host, with every command run in a container.
 
 One container per sandbox (per item), created on the first command through the docker SDK (never
-the docker CLI). File actions are the local backend's: the harness does them on the host
-workspace, through the one path-safety function. The workspace is bind-mounted into the container
-at the same absolute path, so tracebacks read as under the local backend and nothing needs copying
-in or out; the harness only touches it between commands, after everything a command started has
-been killed. Hidden answers and graders are never in the workspace, so they never enter the
-container.
+the docker CLI). File actions are every backend's (:mod:`.workspace`): the harness does them on
+the host workspace, through the one path-safety function. The workspace is bind-mounted into the
+container at the same absolute path, so tracebacks read as under the local backend and nothing
+needs copying in or out; the harness only touches it between commands, after everything a
+command started has been killed. Hidden answers and graders are never in the workspace, so they
+never enter the container.
 
 Inside, by default: no network (unless the task asks for it), a memory limit for the whole
 container (the task's ``limits.memory``, default 4 GiB, no swap, the tmpfs /tmp included), a
@@ -17,8 +17,9 @@ the sandbox user after each command ends everything the command started and noth
 even that cannot start (a fork bomb filled the process table), the container is killed and
 started again.
 
-Data files hard-linked from the cache stay owned by the harness user while everything else in the
-workspace is handed to the sandbox user, so code in the container cannot write through the links.
+Data files hard-linked from the cache stay owned by the harness user (known by inode, so renaming
+one changes nothing) while everything else in the workspace is handed to the sandbox user, so code
+in the container cannot write through the links.
 That needs the harness to run as root; otherwise commands run as the harness user and data files
 are copied instead of linked.
 
@@ -33,19 +34,19 @@ import os
 import re
 import socket
 import stat
-import threading
 import time
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from pytest_mlab.errors import SandboxError
-from pytest_mlab.sandbox.base import ExecResult, SandboxOptions, memory_limit_notice, signal_exit_code
+from pytest_mlab.sandbox.base import ExecResult, Sandbox, SandboxOptions, memory_limit_notice, signal_exit_code
+from pytest_mlab.sandbox.capture import Output, feed_stdin, start_thread
 from pytest_mlab.sandbox.docker_image import (DEFAULT_IMAGE, build_task_image, ensure_image, host_init, host_python,
                                               host_runtime_binds, uses_host_runtime)
 from pytest_mlab.sandbox.environ import clean_environment
-from pytest_mlab.sandbox.local import LocalSandbox, CappedBuffer
 from pytest_mlab.sandbox.owner import owner_gone, owner_label
+from pytest_mlab.sandbox.workspace import HostWorkspace, OnHostWorkspace
 from pytest_mlab.spec.models import DEFAULT_MEMORY, DEFAULT_PIDS
 
 LABEL = "pytest-mlab"  # every container we create has it
@@ -85,13 +86,22 @@ def connect() -> Any:
     return client
 
 
-def unavailable_reason(image: str = DEFAULT_IMAGE) -> str | None:
-    """Why docker sandboxes cannot run here, or None. Builds the default image when missing."""
+def _failure(check: Callable[[], object]) -> str | None:
     try:
-        ensure_image(connect(), image)
+        check()
     except SandboxError as exc:
         return str(exc)
     return None
+
+
+def unavailable_reason(image: str = DEFAULT_IMAGE) -> str | None:
+    """Why docker sandboxes cannot run here, or None. Builds the default image when missing."""
+    return _failure(lambda: ensure_image(connect(), image))
+
+
+def unreachable_reason() -> str | None:
+    """Why the daemon cannot be asked about containers now, or None (cheap: builds no image)."""
+    return _failure(connect)
 
 
 def remove_leftovers(*, everything: bool = False) -> list[str]:
@@ -125,14 +135,22 @@ def _remove_container(client: Any, container_id: str) -> None:
 # The backend
 
 
-class DockerSandbox(LocalSandbox):
+def _linkable(source: str) -> bool:
+    """Whether a data file may be hard-linked into the workspace: linked data must stay the harness
+    user's, out of the sandbox user's reach. Without root that protection is impossible, and a
+    file its group or others may write has none, so such files are copied."""
+    return os.getuid() == 0 and not os.stat(source).st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+class DockerSandbox(OnHostWorkspace, Sandbox):
     """Workspace = host directory bind-mounted into a container; commands = docker execs."""
 
     name = "docker"
 
     def __init__(self, workspace: Path | None = None, *, base_env: dict[str, str] | None = None,
                  options: SandboxOptions | None = None, image: str | None = None) -> None:
-        super().__init__(workspace, base_env=base_env, options=options)
+        self.options = options or SandboxOptions()
+        self._base_env = dict(base_env or {})
         self._client = connect()
         if image is None and self.options.image is None and self.options.dockerfile is not None:
             image = build_task_image(self._client, self.options.dockerfile)
@@ -143,22 +161,12 @@ class DockerSandbox(LocalSandbox):
         self._as_root = os.getuid() == 0
         uid, gid = (SANDBOX_UID, SANDBOX_UID) if self._as_root else (os.getuid(), os.getgid())
         self.user = f"{uid}:{gid}"
-        self._linked: set[tuple[int, int]] = set()  # (device, inode) of data files linked from the cache
+        self.files = HostWorkspace(workspace, sandbox=self.name, may_link=_linkable)
         self._container: Any = None
         self._oom_kills = 0
         self._remove = None
 
     # -- files ---------------------------------------------------------------------------------
-
-    def _place(self, source: str, destination: str, link: bool) -> str:
-        """Linked data stays the harness user's; without root that protection is impossible, so copy."""
-        mode = os.stat(source).st_mode
-        link = link and self._as_root and not mode & (stat.S_IWGRP | stat.S_IWOTH)
-        placed = super()._place(source, destination, link)
-        info = os.lstat(placed)
-        if link and info.st_nlink > 1:
-            self._linked.add((info.st_dev, info.st_ino))
-        return placed
 
     def _hand_over(self) -> None:
         """Give the sandbox user what the harness wrote, except data linked from the cache."""
@@ -169,7 +177,7 @@ class DockerSandbox(LocalSandbox):
                 path = os.path.join(directory, name)
                 try:
                     info = os.lstat(path)
-                    if info.st_uid == 0 and (info.st_dev, info.st_ino) not in self._linked:
+                    if info.st_uid == 0 and not self.files.linked.holds(info):
                         os.lchown(path, SANDBOX_UID, SANDBOX_UID)
                 except OSError:
                     continue
@@ -265,7 +273,7 @@ class DockerSandbox(LocalSandbox):
              stdin: str | None = None) -> ExecResult:
         from docker.errors import DockerException
 
-        self._check_open()
+        self.files.check_open()
         if not argv:
             raise SandboxError("exec needs a command to run, got an empty argv")
         container = self._ensure_container()
@@ -279,12 +287,11 @@ class DockerSandbox(LocalSandbox):
             stream = api.exec_start(exec_id, socket=True)
         except DockerException as exc:
             raise SandboxError(f"could not start {argv[0]!r} in the docker sandbox: {exc}") from exc
-        buffers = (CappedBuffer(output_limit), CappedBuffer(output_limit))
+        output = Output(output_limit)
         raw = getattr(stream, "_sock", stream)
-        reader = threading.Thread(target=_read_frames, args=(stream, buffers), daemon=True, name="mlab-docker-io")
-        reader.start()
+        reader = start_thread(_read_frames, stream, output)
         if stdin is not None:
-            threading.Thread(target=_send_stdin, args=(raw, stdin), daemon=True, name="mlab-docker-in").start()
+            start_thread(feed_stdin, stdin, raw.sendall, functools.partial(_shutdown, raw, socket.SHUT_WR))
         elif hasattr(raw, "shutdown"):
             _shutdown(raw, socket.SHUT_WR)
         try:
@@ -296,24 +303,24 @@ class DockerSandbox(LocalSandbox):
             reader.join(_READ_GRACE_S)
             stream.close()
         cpu_after = _cpu_seconds(container)  # after the kill: what the command left running is counted too
-        stderr = buffers[1].text()
+        stderr = output.stderr.text()
         if out_of_memory:
             stderr += memory_limit_notice(self.options.memory or DEFAULT_MEMORY)
         return ExecResult(
             returncode=signal_exit_code(exit_code) if exit_code is not None else None,
-            stdout=buffers[0].text(), stderr=stderr, timed_out=exit_code is None,
-            duration=time.monotonic() - started, truncated_bytes=buffers[0].dropped + buffers[1].dropped,
+            stdout=output.stdout.text(), stderr=stderr, timed_out=exit_code is None,
+            duration=time.monotonic() - started, truncated_bytes=output.truncated_bytes,
             cpu_time=cpu_after - cpu_before if cpu_before is not None and cpu_after is not None
             and cpu_after >= cpu_before else None)
 
     # -- lifetime ------------------------------------------------------------------------------
 
     def close(self) -> None:
-        if self._closed:
+        if self.files.closed:
             return
         if self._remove is not None:
             self._remove()
-        super().close()
+        self.files.close()
 
 
 def _has_gpu(client: Any) -> bool:
@@ -352,24 +359,16 @@ def _wait_for_exit(api: Any, exec_id: str, deadline: float) -> int | None:
         pause = min(pause * 2, _POLL_MAX_S)
 
 
-def _read_frames(stream: Any, buffers: tuple[CappedBuffer, CappedBuffer]) -> None:
+def _read_frames(stream: Any, output: Output) -> None:
     """Demultiplex docker's attach stream (stdout = 1, stderr = 2) into the capped buffers."""
     from docker.utils.socket import frames_iter
 
     try:
         for kind, data in frames_iter(stream, tty=False):
             if data:
-                buffers[0 if kind == 1 else 1].feed(data)
+                (output.stdout if kind == 1 else output.stderr).feed(data)
     except (OSError, ValueError):
         return
-
-
-def _send_stdin(raw: Any, text: str) -> None:
-    try:
-        raw.sendall(text.encode("utf-8"))
-    except OSError:
-        pass
-    _shutdown(raw, socket.SHUT_WR)
 
 
 def _shutdown(raw: Any, how: int) -> None:

@@ -1,4 +1,5 @@
-"""Sandbox backends by name, as ``--sandbox=NAME`` selects them, and whether each can run here.
+"""Sandbox backends by name, as ``--sandbox=NAME`` selects them, whether each can run here, and the
+removal of what killed sessions left of them (:func:`remove_leftovers`).
 
 ``auto`` takes the first backend of :data:`AUTO_ORDER` whose probe works, else the local backend,
 which isolates nothing; that fall-back is announced at the top of the session
@@ -8,11 +9,36 @@ which isolates nothing; that fall-back is announced at the top of the session
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from pytest_mlab.errors import UsageError
 from pytest_mlab.sandbox.base import Sandbox
+
+if TYPE_CHECKING:
+    from pytest_mlab.sandbox.leftovers import Cleanup
+
+
+def _lazy(module: str, attribute: str) -> Callable[..., Any]:
+    """``pytest_mlab.sandbox.<module>.<attribute>``, imported when first called: a backend's module
+    is loaded only when it is used, so a missing docker client cannot break ``--sandbox=local``."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(f"pytest_mlab.sandbox.{module}"), attribute)(*args, **kwargs)
+
+    return call
+
+
+@dataclass(frozen=True)
+class Leftovers:
+    """What a backend leaves behind beyond temp folders and cgroups when its creator is killed
+    (docker: containers), and their removal."""
+
+    noun: str  # what one of them is called in messages
+    unreachable: Callable[[], str | None]  # why they cannot be looked for now (the daemon is down), or None
+    # remove(everything=False): the names removed; those of live processes too with ``everything``
+    remove: Callable[..., list[str]]
 
 
 @dataclass(frozen=True)
@@ -21,43 +47,15 @@ class Backend:
 
     factory: Callable[..., Sandbox]
     unavailable: Callable[[], str | None]  # None when usable; else why not and what to install
+    leftovers: Leftovers | None = None  # None: it leaves nothing of its own
 
 
-def _local(**kwargs: Any) -> Sandbox:
-    from pytest_mlab.sandbox.local import LocalSandbox
-
-    return LocalSandbox(**kwargs)
-
-
-def _bwrap(**kwargs: Any) -> Sandbox:
-    from pytest_mlab.sandbox.bwrap import BwrapSandbox
-
-    return BwrapSandbox(**kwargs)
-
-
-def _bwrap_unavailable() -> str | None:
-    from pytest_mlab.sandbox.bwrap import unavailable_reason
-
-    return unavailable_reason()
-
-
-def _docker(**kwargs: Any) -> Sandbox:
-    from pytest_mlab.sandbox.docker import DockerSandbox
-
-    return DockerSandbox(**kwargs)
-
-
-def _docker_unavailable() -> str | None:
-    from pytest_mlab.sandbox.docker import unavailable_reason
-
-    return unavailable_reason()
-
-
-# Factories import their backend lazily, so a missing docker client cannot break ``--sandbox=local``.
 _BACKENDS: dict[str, Backend] = {
-    "local": Backend(_local, lambda: None),
-    "bwrap": Backend(_bwrap, _bwrap_unavailable),
-    "docker": Backend(_docker, _docker_unavailable),
+    "local": Backend(_lazy("local", "LocalSandbox"), lambda: None),
+    "bwrap": Backend(_lazy("bwrap", "BwrapSandbox"), _lazy("bwrap", "unavailable_reason")),
+    "docker": Backend(_lazy("docker", "DockerSandbox"), _lazy("docker", "unavailable_reason"),
+                      Leftovers("container", unreachable=_lazy("docker", "unreachable_reason"),
+                                remove=_lazy("docker", "remove_leftovers"))),
 }
 
 AUTO = "auto"
@@ -97,6 +95,36 @@ def open_sandbox(kind: str, **kwargs: Any) -> Sandbox:
     Every backend's constructor accepts ``options: SandboxOptions | None`` (the run's limits).
     """
     return _backend(resolve_kind(kind)).factory(**kwargs)
+
+
+def remove_leftovers(kinds: str | Iterable[str] | None = None, *, everything: bool = False,
+                     skip_unreachable: bool = False) -> "Cleanup":
+    """Remove what killed sessions and workers left on this machine: the temp folders and cgroups
+    of dead processes, then the named backends' own leftovers (None: every backend's; ``auto``:
+    the backend it resolves to). ``everything`` removes backends' leftovers of live processes
+    too. A backend whose leftovers cannot be looked for (docker's daemon is down) raises its
+    MlabError, or with ``skip_unreachable`` is reported as not checked. Leftovers of processes
+    that are still running are never swept."""
+    from pytest_mlab.sandbox.leftovers import Cleanup, Removed, sweep
+
+    swept = sweep()
+    names = _BACKENDS if kinds is None else [kinds] if isinstance(kinds, str) else kinds
+    removed = []
+    for name in dict.fromkeys(backend for kind in names for backend in _candidates(kind)):
+        own = _backend(name).leftovers
+        if own is None:
+            continue
+        why = own.unreachable() if skip_unreachable else None
+        removed.append(Removed(name, own.noun, [] if why else own.remove(everything=everything), unchecked=why))
+    return Cleanup(swept, removed)
+
+
+def _candidates(kind: str) -> tuple[str, ...]:
+    """The backends a kind may stand for, without probing which one works (probes cost a process)."""
+    if kind == AUTO:
+        return (*AUTO_ORDER, "local")
+    _backend(kind)
+    return (kind,)
 
 
 def _fallback_reasons() -> str:

@@ -7,20 +7,22 @@ and remembers failures per file, so one broken spec never stops the others from 
 from __future__ import annotations
 
 import ast
-import copy
 import difflib
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Hashable, TypeVar
 
 from pytest_mlab.errors import SpecError
 from pytest_mlab.spec import models
+from pytest_mlab.spec.agent_options import check_agent_options
 from pytest_mlab.spec.schemas import validate
 from pytest_mlab.spec.units import parse_duration, parse_size
 from pytest_mlab.spec.yaml_lines import LineMap, dotted, load_yaml_with_lines
 
 SPEC_SUFFIXES = (".yaml", ".yml")
+T = TypeVar("T")
 
 
 def display_path(path: Path) -> str:
@@ -39,6 +41,11 @@ class RawSpec:
     lines: LineMap
     display: str
     path: Path
+
+    @cached_property
+    def real_path(self) -> Path:
+        """The file itself (symlinks resolved): what tells two specs apart."""
+        return self.path.resolve()
 
 
 def read_raw(path: Path, kind: str) -> RawSpec:
@@ -59,15 +66,42 @@ def read_raw(path: Path, kind: str) -> RawSpec:
     return RawSpec(data, lines, display, path)
 
 
+def remembered(cache: dict, key: Hashable, compute: Callable[[], T], errors: type[Exception]) -> T:
+    """``compute()`` once per ``key``; an error of type ``errors`` is kept and raised again, like a result."""
+    if key not in cache:
+        try:
+            cache[key] = compute()
+        except errors as exc:
+            cache[key] = exc
+    found = cache[key]
+    if isinstance(found, errors):
+        raise found
+    return found
+
+
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     """Mappings merge key by key; lists and scalars in ``override`` replace those in ``base``."""
-    merged = copy.deepcopy(base)
+    return _merge_into(_copy_data(base), override)
+
+
+def _merge_into(target: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """:func:`deep_merge` into ``target`` itself, which must be a copy nothing else holds."""
     for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = deep_merge(merged[key], value)
+        if isinstance(value, dict) and isinstance(target.get(key), dict):
+            _merge_into(target[key], value)
         else:
-            merged[key] = copy.deepcopy(value)
-    return merged
+            target[key] = _copy_data(value)
+    return target
+
+
+def _copy_data(value: Any) -> Any:
+    """A deep copy of loaded YAML: only its mappings and lists can change, every scalar it holds
+    (str, numbers, bool, None, dates, bytes) is immutable. Several times faster than deepcopy."""
+    if isinstance(value, dict):
+        return {key: _copy_data(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copy_data(item) for item in value]
+    return value
 
 
 class SpecLibrary:
@@ -78,6 +112,12 @@ class SpecLibrary:
         self.folders = [Path(folder) for folder in folders]
         self._files: dict[str, list[RawSpec]] | None = None
         self._unreadable: list[SpecError] = []
+        self._read: dict[str, RawSpec | SpecError] = {}
+
+    def read(self, path: Path) -> RawSpec:
+        """The spec in ``path``, parsed once however often it is asked for (errors too)."""
+        key = os.path.abspath(path)  # with the current directory, this fixes the display path
+        return remembered(self._read, key, lambda: read_raw(path, self.kind), SpecError)
 
     def _index(self) -> dict[str, list[RawSpec]]:
         if self._files is None:
@@ -89,7 +129,7 @@ class SpecLibrary:
                     if path.suffix not in SPEC_SUFFIXES or not path.is_file():
                         continue
                     try:
-                        raw = read_raw(path, self.kind)
+                        raw = self.read(path)
                     except SpecError as exc:
                         self._unreadable.append(exc)
                         continue
@@ -107,7 +147,7 @@ class SpecLibrary:
     def add(self, raw: RawSpec) -> None:
         """Make a file outside the folders (a task collected by pytest) known by name."""
         entries = self._index().setdefault(raw.data["name"], [])
-        if not any(entry.path.resolve() == raw.path.resolve() for entry in entries):
+        if not any(entry.real_path == raw.real_path for entry in entries):
             entries.append(raw)
 
     def raw(self, name: str, *, wanted_by: tuple[str, int | None, str] | None = None) -> RawSpec:
@@ -119,7 +159,7 @@ class SpecLibrary:
 
     def check_unique(self, raw: RawSpec) -> None:
         entries = self._index().get(raw.data["name"], [])
-        others = [entry for entry in entries if entry.path.resolve() != raw.path.resolve()]
+        others = [entry for entry in entries if entry.real_path != raw.real_path]
         if others:
             other = others[0]
             raise SpecError(raw.display, raw.lines.locate(("name",), raw.display)[1], "name",
@@ -142,7 +182,7 @@ class SpecLibrary:
     def resolve(self, raw: RawSpec) -> tuple[dict[str, Any], LineMap]:
         """Apply ``extends:`` chains (parents first), detecting cycles, then validate the result."""
         chain = [raw]
-        seen = {raw.path.resolve()}
+        seen = {raw.real_path}
         while "extends" in chain[-1].data:
             child = chain[-1]
             parent_name = child.data["extends"]
@@ -150,15 +190,15 @@ class SpecLibrary:
             if not isinstance(parent_name, str):
                 raise SpecError(*where, f"must be the name of another {self.kind}, not {parent_name!r}")
             parent = self.raw(parent_name, wanted_by=where)
-            if parent.path.resolve() in seen:
+            if parent.real_path in seen:
                 names = " -> ".join(spec.data["name"] for spec in chain + [parent])
                 raise SpecError(*where, f"'extends' makes a cycle: {names}")
-            seen.add(parent.path.resolve())
+            seen.add(parent.real_path)
             chain.append(parent)
         data: dict[str, Any] = {}
         lines = LineMap()
         for spec in reversed(chain):
-            data = deep_merge(data, spec.data)
+            _merge_into(data, spec.data)
             lines = lines.merged_with(spec.lines)
         data.pop("extends", None)
         data["name"] = raw.data["name"]
@@ -183,18 +223,52 @@ def build_action(raw: RawSpec, library: SpecLibrary) -> models.ActionSpec:
 
 
 def build_agent(raw: RawSpec, library: SpecLibrary, actions: SpecLibrary) -> models.AgentSpec:
+    """Validate an agent, its actions, and its options against its class's options schema."""
     data, lines = library.resolve(raw)
     for index, action in enumerate(data["actions"]):
         file, line = lines.locate(("actions", index), raw.display)
         actions.raw(action, wanted_by=(file, line, f"actions[{index}]"))
-    return models.AgentSpec(name=data["name"], implementation=data["implementation"], actions=tuple(data["actions"]),
-                            source=raw.display, description=data.get("description", "").strip(),
-                            llm=dict(data.get("llm", {})), expect=data.get("expect", "success"),
-                            default=data.get("default", False), options=dict(data.get("options", {})))
+    agent = models.AgentSpec(name=data["name"], implementation=data["implementation"], actions=tuple(data["actions"]),
+                             source=raw.display, description=data.get("description", "").strip(),
+                             llm=dict(data.get("llm", {})), expect=data.get("expect", "success"),
+                             default=data.get("default", False), options=dict(data.get("options", {})))
+    check_agent_options(agent, lines)
+    return agent
 
 
-def build_task(raw: RawSpec, library: SpecLibrary, root: Path) -> models.TaskSpec:
-    """Validate a task and check what the schema cannot: files, functions and cross-references."""
+class TaskFiles:
+    """What task specs point at on disk, looked up once per session however many tasks share it:
+    assets folders (resolved) and the top-level functions of code files (graders, data recipes),
+    parsed once per version of a file (path, size, modification time)."""
+
+    def __init__(self) -> None:
+        self._assets: dict[tuple[Path, str], Path] = {}
+        self._functions: dict[tuple[Path, int, int], frozenset[str] | SyntaxError] = {}
+
+    def assets(self, root: Path, folder: str) -> Path:
+        """``folder`` (as a spec writes it) resolved against the project root."""
+        key = (root, folder)
+        if key not in self._assets:
+            self._assets[key] = (root / folder).resolve()
+        return self._assets[key]
+
+    def functions(self, file: Path) -> frozenset[str]:
+        """Names of the functions ``file`` defines at top level; SyntaxError when it cannot be parsed."""
+        stat = file.stat()
+        key = (file, stat.st_size, stat.st_mtime_ns)
+        return remembered(self._functions, key, lambda: top_level_functions(file), SyntaxError)
+
+
+def top_level_functions(file: Path) -> frozenset[str]:
+    """The functions ``file`` defines at top level: parsed, never imported."""
+    tree = ast.parse(file.read_text(encoding="utf-8"), filename=str(file))
+    return frozenset(node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+
+def build_task(raw: RawSpec, library: SpecLibrary, root: Path, files: TaskFiles | None = None) -> models.TaskSpec:
+    """Validate a task and check what the schema cannot: files, functions and cross-references.
+    ``files``: what earlier tasks found on disk (a session passes the same one for every task)."""
+    files = files or TaskFiles()
     data, lines = library.resolve(raw)
     library.check_unique(raw)
     display = raw.display
@@ -203,18 +277,18 @@ def build_task(raw: RawSpec, library: SpecLibrary, root: Path) -> models.TaskSpe
         file, line = lines.locate(path, display)
         return SpecError(file, line, dotted(path), message)
 
-    assets = (root / data["assets"]).resolve()
+    assets = files.assets(root, data["assets"])
     if not assets.is_dir():
         raise fail(("assets",), f"assets folder '{data['assets']}' does not exist (looked in {display_path(assets)}); "
                                 f"paths are relative to the project root {display_path(root)}")
     metric_data = data["metric"]
     grader = models.FunctionRef.parse(metric_data["grader"])
-    _check_function(assets, grader, fail, ("metric", "grader"))
+    _check_function(assets, grader, fail, ("metric", "grader"), files)
     measure = _build_measure(assets, metric_data.get("measure"), fail)
     variants = {}
     for variant, variant_data in data["data"].items():
         prepare = models.FunctionRef.parse(variant_data["prepare"])
-        _check_function(assets, prepare, fail, ("data", variant, "prepare"))
+        _check_function(assets, prepare, fail, ("data", variant, "prepare"), files)
         variants[variant] = models.DataVariant(variant, prepare, models.Requirements.from_dict(variant_data.get("requires")))
     baseline_data = dict(data.get("baseline", {}))
     tolerance = baseline_data.pop("tolerance", models.DEFAULT_BASELINE_TOLERANCE)
@@ -284,16 +358,15 @@ def _build_measure(assets: Path, data: dict[str, Any] | None, fail) -> models.Me
     return models.Measure(**values)
 
 
-def _check_function(assets: Path, ref: models.FunctionRef, fail, path: tuple) -> None:
+def _check_function(assets: Path, ref: models.FunctionRef, fail, path: tuple, files: TaskFiles) -> None:
     """The file exists and defines the function at top level (parsed, never imported)."""
     file = assets / ref.file
     if not file.is_file():
         raise fail(path, f"'{ref.file}' not found in the assets folder {display_path(assets)}")
     try:
-        tree = ast.parse(file.read_text(encoding="utf-8"), filename=str(file))
+        defined = files.functions(file)
     except SyntaxError as exc:
         raise fail(path, f"{display_path(file)}:{exc.lineno}: cannot be parsed: {exc.msg}") from None
-    defined = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
     if ref.function not in defined:
         guess = difflib.get_close_matches(ref.function, sorted(defined), n=1)
         hint = f"; did you mean '{guess[0]}'?" if guess else (f"; it defines: {', '.join(sorted(defined))}" if defined else "")

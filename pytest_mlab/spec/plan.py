@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -53,8 +51,9 @@ class RunPlan:
     sandbox: str
     out_dir: Path
     cache_dir: Path
-    llms: Mapping[str, str] = field(default_factory=dict)  # role -> model; empty for agents without an LLM
+    llms: Mapping[str, str] = field(default_factory=dict)  # role -> model as typed; empty for agents without an LLM
     llm_cache: Path | None = None
+    invocation_dir: Path | None = None  # relative scripted:/replay: files are found from here
 
     @property
     def param_id(self) -> str:
@@ -94,11 +93,12 @@ def compile_plans(task: models.TaskSpec, agents: list[tuple[models.AgentSpec, tu
     plans = []
     for agent, actions in agents:
         typed = role_models(agent, settings)
-        llm, llms = typed.get("main"), resolved_models(typed, settings.invocation_dir)
+        llm = typed.get("main")
         for seed in range(settings.seeds):
             plans.append(RunPlan(task=task, agent=agent, actions=actions, seed=seed, variant=settings.variant,
                                  llm=llm, limits=limits, sandbox=settings.sandbox, out_dir=settings.out_dir,
-                                 cache_dir=settings.cache_dir, llms=llms, llm_cache=settings.llm_cache))
+                                 cache_dir=settings.cache_dir, llms=typed, llm_cache=settings.llm_cache,
+                                 invocation_dir=settings.invocation_dir))
     return plans
 
 
@@ -117,40 +117,3 @@ def role_models(agent: models.AgentSpec, settings: Settings) -> dict[str, str]:
         roles[role] = option or (settings.llm if settings.llm else agent.llm.get(role)) or main
     return roles
 
-
-def resolved_models(roles: Mapping[str, str], base: Path | None) -> dict[str, str]:
-    """Role models with the files of ``scripted:`` and ``replay:`` made absolute (workers may run
-    elsewhere); the typed names stay in ids and results."""
-    from pytest_mlab.llm.providers import resolve_paths
-
-    return {role: resolve_paths(model, base) for role, model in roles.items()}
-
-
-def unmet_requirement(task: models.TaskSpec, variant: str, cache_dir: Path, *, preparing: bool = False) -> str | None:
-    """Why this task cannot run here, naming what fixes it; None when it can. ``preparing``: data
-    that is not prepared yet will be, before the first run (--mlab-prepare)."""
-    if variant not in task.data:
-        return (f"task '{task.name}' has no '{variant}' data variant (it has: {', '.join(task.data)}); "
-                f"run with --mlab-data={next(iter(task.data))}")
-    from pytest_mlab.data import is_prepared
-
-    if task.data[variant].requires.network and not preparing and not is_prepared(task, variant, cache_dir):
-        return (f"the '{variant}' data of task '{task.name}' is not prepared, and preparing it needs the network: "
-                f"run `pytest-mlab prepare {task.name} --data {variant}` first, or add --mlab-prepare "
-                f"(nothing downloads during a test run)")
-    needs = task.requires.merged(task.data[variant].requires)
-    missing = [name for name in needs.packages if importlib.util.find_spec(name) is None]
-    if missing:
-        return f"needs the Python packages {', '.join(missing)}: pip install -e \".[tasks]\" (or install them yourself)"
-    unset = [name for name in needs.env if not os.environ.get(name)]
-    if unset:
-        return f"needs the environment variables {', '.join(unset)}: export {unset[0]}=..."
-    if needs.gpu and not _gpu_available():
-        return "needs a GPU, none is visible here (nvidia-smi was not found)"
-    return None
-
-
-def _gpu_available() -> bool:
-    import shutil
-
-    return shutil.which("nvidia-smi") is not None

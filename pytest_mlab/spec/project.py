@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pytest_mlab.errors import SpecError
 from pytest_mlab.spec import models
-from pytest_mlab.spec.library import SpecLibrary, build_action, build_agent, build_task, read_raw
+from pytest_mlab.spec.library import SpecLibrary, TaskFiles, build_action, build_agent, build_task, remembered
 
 
 class Project:
@@ -21,18 +21,11 @@ class Project:
         self.actions = SpecLibrary("Action", [actions_dir])
         self.agents = SpecLibrary("Agent", [agents_dir])
         self.tasks = SpecLibrary("Task", [tasks_dir])
+        self.files = TaskFiles()
         self._built: dict[tuple[str, str], object] = {}
 
     def _cached(self, key: tuple[str, str], build):
-        if key not in self._built:
-            try:
-                self._built[key] = build()
-            except SpecError as exc:
-                self._built[key] = exc
-        value = self._built[key]
-        if isinstance(value, SpecError):
-            raise value
-        return value
+        return remembered(self._built, key, build, SpecError)
 
     def action(self, name: str, wanted_by: tuple[str, int | None, str] | None = None) -> models.ActionSpec:
         return self._cached(("action", name), lambda: build_action(self.actions.raw(name, wanted_by=wanted_by), self.actions))
@@ -65,7 +58,7 @@ class Project:
 
     def task_from_file(self, path: Path) -> models.TaskSpec:
         def build() -> models.TaskSpec:
-            raw = read_raw(path, "Task")
+            raw = self.tasks.read(path)
             self.tasks.add(raw)
-            return build_task(raw, self.tasks, self.root)
+            return build_task(raw, self.tasks, self.root, self.files)
         return self._cached(("task-file", str(path.resolve())), build)

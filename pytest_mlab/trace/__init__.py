@@ -1,6 +1,16 @@
-"""Run records: an append-only JSON-lines trace and content-addressed workspace snapshots."""
+"""Run records: an append-only JSON-lines trace and content-addressed workspace snapshots.
 
-from pytest_mlab.trace.snapshots import Snapshot, SnapshotCaps, SnapshotStore
-from pytest_mlab.trace.writer import TraceWriter, read_trace
+Names are imported on first use: reading a trace back needs none of the snapshot machinery.
+"""
 
-__all__ = ["Snapshot", "SnapshotCaps", "SnapshotStore", "TraceWriter", "read_trace"]
+from __future__ import annotations
+
+from pytest_mlab.lazy import lazy_attributes
+
+_HOMES = {"Snapshot": "snapshots", "SnapshotCaps": "snapshots", "SnapshotStore": "snapshots",
+          "TraceWriter": "writer", "read_trace": "writer"}
+
+__all__ = sorted(_HOMES)
+
+
+__getattr__ = lazy_attributes(__name__, _HOMES)

@@ -41,11 +41,16 @@ class TraceWriter:
 
     Each :meth:`write` costs one buffered write and one flush, never a rewrite of the file.
     With ``fsync=True`` each line is also forced to the disk (survives a power cut, costs more).
+
+    ``current_step`` is the number of the step the run is taking now: the Environment advances
+    it, and whatever else writes to the trace (LLM calls made before a step or inside its
+    composite action) files its records under it, without knowing the Environment.
     """
 
     def __init__(self, path: Path | str, *, fsync: bool = False) -> None:
         self.path = Path(path)
         self._fsync = fsync
+        self.current_step = 1
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh: BinaryIO | None = open(self.path, "ab")
         _repair_tail(self._fh, self.path)

@@ -8,7 +8,9 @@ from pytest_mlab.agents.llm_agent import LLMAgent
 from pytest_mlab.errors import SpecError
 from pytest_mlab.llm.base import LLMError
 from pytest_mlab.trace import read_trace
+from pytest_mlab.spec.project import Project
 from tests.agents.fakes import FakeLLM, agent_actions, agent_plan, environment, response
+from tests.helpers import ACTIONS_DIR, AGENTS_DIR
 
 FILES = {"train.py": "print('accuracy 0.5')\n"}
 LIST = response("List Files", '{"dir_path": "."}', full=False)
@@ -18,7 +20,7 @@ FINAL = response("Final Answer", '{"final_answer": "done"}', full=False)
 def run(tmp_path, agent, responses, **options):
     llm = FakeLLM(list(responses))
     env = environment(tmp_path, agent_actions(agent), llm, files=FILES)
-    LLMAgent(agent_plan(agent, **options)).run(env)
+    LLMAgent(agent_plan(agent, **options), env.llm).run(env)
     return env, llm, [r for r in read_trace(tmp_path / "trace.jsonl") if r["type"] == "step"]
 
 
@@ -95,7 +97,7 @@ def test_long_observations_are_summarised_by_the_fast_model(tmp_path):
     big = response("Execute Script", '{"script_name": "big.py"}', full=False)
     llm = FakeLLM([big, ("fast", "it printed 9000 x"), FINAL])
     env = environment(tmp_path, agent_actions("react"), llm, files={"big.py": "print('x' * 9000)\n"})
-    LLMAgent(agent_plan("react", summarize_over=5000)).run(env)
+    LLMAgent(agent_plan("react", summarize_over=5000), env.llm).run(env)
     assert llm.roles() == ["main", "fast", "main"] and llm.calls[1].purpose.startswith("summarise observation")
     assert "it printed 9000 x" in llm.calls[2].prompt and "x" * 9000 not in llm.calls[2].prompt
     step = [r for r in read_trace(tmp_path / "trace.jsonl") if r["type"] == "step"][0]
@@ -107,24 +109,31 @@ def test_the_run_ends_at_the_step_limit_without_final_answer(tmp_path):
 
     llm = FakeLLM([LIST] * 3)
     env = environment(tmp_path, agent_actions("react"), llm, files=FILES, limits=Limits(max_steps=3))
-    LLMAgent(agent_plan("react")).run(env)
+    LLMAgent(agent_plan("react"), env.llm).run(env)
     assert env.end_reason == "step limit" and len(llm.calls) == 3
 
 
 def test_an_agent_without_an_llm_says_how_to_give_it_one(tmp_path):
     env = environment(tmp_path, agent_actions("react"), None, files=FILES)
     with pytest.raises(LLMError, match="--llm=MODEL"):
-        LLMAgent(agent_plan("react")).run(env)
+        LLMAgent(agent_plan("react"), env.llm).run(env)
 
 
-@pytest.mark.parametrize("options, where", [
-    ({"entries": ["Thought", "Action"]}, "options.entries"),
-    ({"entries": ["Mood", "Action", "Action Input"]}, "options.entries"),
-    ({"max_retries": -1}, "options.max_retries"),
-    ({"steps_in_context": "3"}, "options.steps_in_context"),
-    ({"instructions": "creative"}, "options.instructions"),
+@pytest.mark.parametrize("options, where, message", [
+    ('entries: [Thought, Action]', "options.entries", "must end with Action, Action Input"),
+    ('entries: [Mood, Action, Action Input]', "options.entries[0]", "'Mood' is not one of"),
+    ("max_retries: -1", "options.max_retries", "-1 is less than the minimum of 0"),
+    ('steps_in_context: "3"', "options.steps_in_context", "'3' is not of type 'integer'"),
+    ("instructions: creative", "options.instructions", "'creative' is not one of ['research', 'plain']"),
+    ("temperature: hot", "options.temperature", "'hot' is not of type 'number'"),
+    ("llm_timeout: 0", "options.llm_timeout", "0 is less than or equal to the minimum of 0"),
 ])
-def test_bad_options_are_spec_errors_naming_the_option(options, where):
-    with pytest.raises(SpecError, match=where) as info:
-        LLMAgent(agent_plan("react", **options))
-    assert info.value.path.endswith("react.yaml")
+def test_bad_options_are_spec_errors_at_the_options_line(tmp_path, options, where, message):
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "mine.yaml").write_text("kind: Agent\nname: mine\nextends: react\noptions:\n  " + options + "\n")
+    (agents / "react.yaml").write_text((AGENTS_DIR / "react.yaml").read_text())
+    project = Project(tmp_path, ACTIONS_DIR, agents, tmp_path / "tasks")
+    with pytest.raises(SpecError) as info:
+        project.agent("mine")
+    assert info.value.line == 5 and info.value.where == where and message in info.value.message, str(info.value)

@@ -26,7 +26,7 @@ def test_log_after_each_step_and_retrieval_once_steps_leave_the_context(tmp_path
               ("fast", "RETRIEVED: step 1 listed files"), FINAL]
     llm = FakeLLM(list(script))
     env = environment(tmp_path, agent_actions("research"), llm, files=FILES)
-    ResearchAgent(agent_plan("research")).run(env)
+    ResearchAgent(agent_plan("research"), env.llm).run(env)
     assert llm.roles() == ["main", "fast"] * 4 + ["fast", "main"]
     first = llm.calls[0].prompt
     for entry in ("Reflection:", "Research Plan and Status:", "Fact Check:", "Thought:", "Action:", "Action Input:"):
@@ -48,21 +48,21 @@ def test_log_after_each_step_and_retrieval_once_steps_leave_the_context(tmp_path
 def test_no_retrieval_variant_calls_only_the_main_model(tmp_path):
     llm = FakeLLM([look(n) for n in range(5)] + [FINAL])
     env = environment(tmp_path, agent_actions("research-no-retrieval"), llm, files=FILES)
-    ResearchAgent(agent_plan("research-no-retrieval")).run(env)
+    ResearchAgent(agent_plan("research-no-retrieval"), env.llm).run(env)
     assert set(llm.roles()) == {"main"} and len(llm.calls) == 6
     assert not (tmp_path / "ws/research_log.log").exists()
     assert "Reflection" not in [s["action"] for s in steps(tmp_path)]
     assert "A summary of your earlier steps" not in llm.calls[-1].prompt
 
 
-def test_retrieval_needs_the_append_action(tmp_path):
+def test_retrieval_needs_the_append_action():
     import dataclasses
 
     import pytest
 
     from pytest_mlab.errors import SpecError
 
-    plan = agent_plan("research")
-    plan.agent = dataclasses.replace(plan.agent, actions=tuple(a for a in plan.agent.actions if "Append" not in a))
+    agent = agent_plan("research").agent
+    agent = dataclasses.replace(agent, actions=tuple(a for a in agent.actions if "Append" not in a))
     with pytest.raises(SpecError, match="Append Summary to Research Log"):
-        ResearchAgent(plan)
+        ResearchAgent.check_spec(agent)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pytest_mlab.actions.registry import implementations
 from pytest_mlab.env import Environment, ReadOnlyRules
 from pytest_mlab.sandbox import LocalSandbox
 from pytest_mlab.spec.models import Limits
@@ -28,7 +29,8 @@ def make_environment(tmp_path: Path, *, files: dict[str, str] | None = None, rea
         (workspace / name).parent.mkdir(parents=True, exist_ok=True)
         (workspace / name).write_text(content)
     sandbox = LocalSandbox(workspace)
-    return Environment(sandbox=sandbox, actions=tuple(project.action(name) for name in actions),
+    specs = tuple(project.action(name) for name in actions)
+    return Environment(sandbox=sandbox, actions=specs, implementations=implementations(specs),
                        limits=limits or Limits(max_steps=100, execute_timeout=20),
                        read_only=read_only or ReadOnlyRules(), trace=TraceWriter(tmp_path / "trace.jsonl"),
                        snapshots=SnapshotStore(tmp_path / "snapshots"), research_problem="test problem")

@@ -8,7 +8,8 @@ import pytest
 
 from pytest_mlab.grading.claims import claimed_numbers, is_backed, unmeasured_claims
 from pytest_mlab.grading.grader import Grade
-from pytest_mlab.grading.verdict import CLAIMED_UNMEASURED, judge
+from pytest_mlab.grading.verdict import judge
+from pytest_mlab.outcomes import Failure
 from pytest_mlab.spec.models import FunctionRef, Metric, TaskSpec
 
 
@@ -80,14 +81,14 @@ def _task() -> TaskSpec:
 
 def test_a_failed_run_that_claimed_an_unmeasured_score_gets_its_own_category():
     verdict = judge(_task(), 0.5, Grade(0.52), "final answer", "success", unmeasured=["Final Answer: 0.91"])
-    assert not verdict.passed and verdict.failure == CLAIMED_UNMEASURED
+    assert not verdict.passed and verdict.failure == Failure.CLAIMED_UNMEASURED
     assert "claimed Final Answer: 0.91, which no executed code printed" in verdict.message
 
 
 def test_an_invalid_submission_with_an_unmeasured_claim_is_a_claim_failure():
     verdict = judge(_task(), 0.5, Grade(None, invalid_reason="submission.csv is missing"),
                     "final answer", "success", unmeasured=["Final Answer: 0.91"])
-    assert verdict.failure == CLAIMED_UNMEASURED and "submission.csv is missing" in verdict.message
+    assert verdict.failure == Failure.CLAIMED_UNMEASURED and "submission.csv is missing" in verdict.message
 
 
 def test_a_successful_run_keeps_success_even_with_an_unbacked_number():

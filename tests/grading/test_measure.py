@@ -14,7 +14,6 @@ import pytest
 from pytest_mlab.grading.measure import MEASURE_DIR, copy_regular_tree
 from pytest_mlab.grading.measured import executions
 from tests.grading.support import tiny_task
-from tests.sandbox.backends import kind  # noqa: F401  (the fixture: every backend that can run here)
 
 HEADER = "import json, os, sys\nimport mlab_measure\ninputs, out = mlab_measure.folders()\n"
 

@@ -17,7 +17,6 @@ from pytest_mlab.grading.measure import measure
 from pytest_mlab.sandbox.base import SandboxOptions
 from pytest_mlab.grading.tool_run import ToolRun, tool_runs, write_fixtures
 from pytest_mlab.trace import SnapshotStore
-from tests.sandbox.backends import kind  # noqa: F401  (the fixture: every backend that can run here)
 from tests.security.test_containment import tagged_processes
 from tests.tasks.test_smoke_tasks import ASSETS, task_spec
 

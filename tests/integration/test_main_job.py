@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mlab.spec.plan import unmet_requirement
+from pytest_mlab.data.requirements import unmet_requirement
 from pytest_mlab.spec.project import Project
 from pytest_mlab.trace import read_trace
 

@@ -180,18 +180,3 @@ def test_importing_and_loading_the_plugin_does_not_import_litellm():
             "pytest_mlab.llm.providers; print('litellm' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
-
-
-# ---------------------------------------------------------------- agent options
-
-def test_llm_options_are_checked_and_name_the_option():
-    from pytest_mlab.errors import SpecError
-    from pytest_mlab.llm.session import llm_options
-
-    good = AgentSpec(name="a", implementation="m:C", actions=("x",), source="agents/a.yaml",
-                     options={"temperature": 0, "max_tokens": 100, "llm_attempts": 2, "retrieval": True})
-    assert llm_options(good) == {"temperature": 0, "max_tokens": 100, "llm_attempts": 2}
-    bad = AgentSpec(name="a", implementation="m:C", actions=("x",), source="agents/a.yaml",
-                    options={"temperature": "hot"})
-    with pytest.raises(SpecError, match=r"agents/a.yaml: options.temperature: must be a number >= 0, got 'hot'"):
-        llm_options(bad)

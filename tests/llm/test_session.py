@@ -89,7 +89,7 @@ def test_call_passes_prompt_stop_and_options_and_records_tokens_and_cost(monkeyp
     fake = FakeLiteLLM(response("Action: List Files", 12, 4))
     monkeypatch.setattr(litellm, "completion", fake)
     session = real_session(trace, clock, temperature=0.0, max_tokens=300)
-    session.current_step = lambda: 7
+    trace.current_step = 7  # the Environment advances it; the session files its calls under it
     assert session.complete("hello", role="fast", stop=["Observation:"], purpose="summary") == "Action: List Files"
     assert fake.calls == [{"model": MODEL, "messages": [{"role": "user", "content": "hello"}],
                            "stop": ["Observation:"], "temperature": 0.0, "max_tokens": 300}]

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from pytest_mlab.env import environment as ends
 from pytest_mlab.llm import LLMError, TokenLimitExceeded
+from pytest_mlab.outcomes import EndReason
 from pytest_mlab.spec.models import ActionSpec
 from pytest_mlab.trace import read_trace
 from tests.env.support import make_environment
@@ -33,11 +33,12 @@ ASK = ActionSpec(name="Ask", description="asks the LLM", arguments=(), returns="
                  implementation="tests.llm.test_wiring:ask_llm", source="test", primitive=False)
 
 
-@pytest.mark.parametrize("error, reason", [(TokenLimitExceeded("prompt too long"), ends.TOKEN_LIMIT),
-                                           (LLMError("retries exhausted"), ends.CRASHED)])
+@pytest.mark.parametrize("error, reason", [(TokenLimitExceeded("prompt too long"), EndReason.TOKEN_LIMIT),
+                                           (LLMError("retries exhausted"), EndReason.CRASHED)])
 def test_llm_failure_inside_an_action_ends_the_run_with_the_step_recorded(tmp_path, error, reason):
     env = make_environment(tmp_path, actions=("List Files",))
     env.actions["Ask"] = ASK
+    env.implementations["Ask"] = ask_llm
     env.llm = FailingLLM(error)
     with pytest.raises(type(error)):
         env.step("Ask", {})

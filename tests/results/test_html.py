@@ -12,7 +12,7 @@ import pytest
 from pytest_mlab.results.aggregate import aggregate
 from pytest_mlab.results.html import write_report
 from pytest_mlab.results.plots import write_plots
-from pytest_mlab.results.regrade import STEP_SCORES
+from pytest_mlab.trace.step_scores import STEP_SCORES
 from tests.results.builders import run, saved_run
 
 EVIL = '</script><script>window.pwned = 1</script><img src=x onerror="window.pwned = 2"> & "quotes"'

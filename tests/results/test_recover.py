@@ -12,11 +12,11 @@ import pytest
 
 from pytest_mlab.agents import Agent
 from pytest_mlab.llm import LLMError
-from pytest_mlab.results.collector import ResultsReporter
-from pytest_mlab.results.record import RESULT_PROPERTY
+from pytest_mlab.plugin.reporter import ResultsReporter
+from pytest_mlab.results.record import RESULT_PROPERTY, RunIdentity, RunResult
 from pytest_mlab.results.recover import WORKER_INPUT, recovered_results, session_id
 from pytest_mlab.results.resume import finished_result
-from pytest_mlab.runner import crashed_result, execute
+from pytest_mlab.runner import execute
 from pytest_mlab.spec.plan import Settings, compile_plans
 from pytest_mlab.spec.project import Project
 from pytest_mlab.trace import TraceWriter, read_trace
@@ -95,7 +95,7 @@ def test_the_controller_adds_what_reports_lost_and_trusts_a_graded_trace_over_a_
     settings = Settings(agents=("reported", "lost", "killed", "graded", "sleeper"), agents_source="--agent",
                         llm=None, seeds=1, variant="mini", sandbox="local", out_dir=out, cache_dir=tmp_path / "cache")
     project = Project(TOY_PROJECT, ACTIONS_DIR, AGENTS_DIR, TOY_PROJECT / "specs" / "tasks")
-    reporter = ResultsReporter(settings, project, SESSION)
+    reporter = ResultsReporter(settings, lambda: project, SESSION)
     reported, lost, killed, graded = (run(agent=name) for name in ("reported", "lost", "killed", "graded"))
     write_trace(out, reported)
     write_trace(out, lost)  # graded, but its report never reached the controller (Ctrl-C)
@@ -153,4 +153,5 @@ def test_the_runner_names_the_session_and_records_a_harness_failure(plans, tmp_p
     # --mlab-resume keeps the graded run and runs the one the provider broke again
     assert finished_result(Path(finished.run_dir), finished.run_id, "n").resumed
     assert finished_result(Path(failed.run_dir), failed.run_id, "n") is None
-    assert crashed_result(plans["reference"], "n", "the sandbox could not start").infrastructure
+    identity = RunIdentity.of_plan(plans["reference"], "n", "local")
+    assert RunResult.crashed(identity, "the sandbox could not start").infrastructure

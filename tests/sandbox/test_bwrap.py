@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_mlab.actions.registry import implementations
 from pytest_mlab.env import Environment, ReadOnlyRules
 from pytest_mlab.sandbox import SandboxOptions, open_sandbox
 from pytest_mlab.sandbox import bwrap, host_runtime
@@ -46,7 +47,8 @@ def env(tmp_path: Path, cache: Path):
     sandbox = open_sandbox("bwrap", options=SandboxOptions(label="bwrap-test"))
     sandbox.copy_in(cache / "public" / "data.csv", "data.csv", link=True)
     project = repo_project()
-    environment = Environment(sandbox=sandbox, actions=(project.action("Write File"), project.action("Execute Script")),
+    specs = (project.action("Write File"), project.action("Execute Script"))
+    environment = Environment(sandbox=sandbox, actions=specs, implementations=implementations(specs),
                               limits=Limits(max_steps=100, execute_timeout=30),
                               read_only=ReadOnlyRules(frozenset({"data.csv"})), trace=TraceWriter(tmp_path / "t.jsonl"),
                               snapshots=SnapshotStore(tmp_path / "snapshots"), research_problem="probe")

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from pytest_mlab.actions.registry import implementations
 from pytest_mlab.env import Environment, ReadOnlyRules
 from pytest_mlab.sandbox import SandboxOptions, open_sandbox
 from pytest_mlab.spec.models import Limits
 from pytest_mlab.trace import SnapshotStore, TraceWriter
 from tests.env.support import ALL_ACTIONS, repo_project
-from tests.sandbox.backends import kind  # noqa: F401  (the fixture: every backend that can run here)
 
 REFERENCE = "local"
 DATA = "id,value\n1,10\n2,20\n"
@@ -38,8 +38,9 @@ class Runner:
         sandbox.copy_in(self.cache / "data.csv", "data.csv", link=True)
         sandbox.write("train.py", b"import pandas\nprint('rows', len(pandas.read_csv('data.csv')))\n")
         project = repo_project()
-        env = Environment(sandbox=sandbox, actions=tuple(project.action(name) for name in ALL_ACTIONS),
-                          limits=limits, read_only=ReadOnlyRules(frozenset({"data.csv"})),
+        specs = tuple(project.action(name) for name in ALL_ACTIONS)
+        env = Environment(sandbox=sandbox, actions=specs, implementations=implementations(specs), limits=limits,
+                          read_only=ReadOnlyRules(frozenset({"data.csv"})),
                           trace=TraceWriter(root / "trace.jsonl"), snapshots=SnapshotStore(root / "snapshots"),
                           research_problem="conformance")
         self.opened.append(env)

@@ -9,7 +9,6 @@ import textwrap
 import pytest
 
 from pytest_mlab.sandbox import SandboxOptions, open_sandbox
-from tests.sandbox.backends import kind  # noqa: F401  (the fixture: every backend that can run here)
 
 BURN_S = 0.6
 

@@ -135,6 +135,29 @@ def test_writes_outside_the_workspace_and_into_linked_data_fail(tmp_path):
     assert (cache / "data.csv").read_text() == "id,value\n1,10\n"
 
 
+@pytest.mark.skipif(os.getuid() != 0, reason="data is linked (not copied) into docker workspaces only as root")
+def test_linked_data_moved_by_the_agent_stays_out_of_its_reach(tmp_path):
+    """The sandbox user may rename a linked file in its workspace; it must stay the harness
+    user's under its new name, or the next command could write through it into the cache."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "data.csv").write_text("id,value\n1,10\n")
+    with open_sandbox("docker", options=SandboxOptions(label="probe")) as box:
+        box.copy_in(cache / "data.csv", "data.csv", link=True)
+        assert (box.workspace / "data.csv").stat().st_ino == (cache / "data.csv").stat().st_ino
+        moved = run_python(box, "import os; os.rename('data.csv', 'moved.csv'); print('moved')")
+        assert moved.stdout == "moved\n", moved.stderr
+        result = run_python(box, """
+            try:
+                open("moved.csv", "a").write("pwned")
+                print("written")
+            except OSError as exc:
+                print("refused", type(exc).__name__)
+            """)
+        assert result.stdout.startswith("refused"), result.stdout + result.stderr
+    assert (cache / "data.csv").read_text() == "id,value\n1,10\n"
+
+
 def test_the_container_is_labelled_and_removed_at_close():
     box = open_sandbox("docker", options=SandboxOptions(label="labelled-run"))
     box.exec(["/bin/true"], timeout=30, output_limit=100)
@@ -175,6 +198,22 @@ def test_leftovers_of_a_dead_process_are_removed_and_live_ones_kept():
         removed = remove_leftovers()
         assert mlab_containers(**{"pytest-mlab.run": "orphan-probe"}) == []
         assert removed and mlab_containers(**{"pytest-mlab.run": "live-probe", OWNER_LABEL: _my_owner()})
+
+
+def test_the_registry_removes_a_dead_process_container_and_says_when_the_daemon_is_down(monkeypatch):
+    from pytest_mlab.sandbox import docker as backend
+    from pytest_mlab.sandbox.registry import remove_leftovers
+
+    _leave_orphan("registry-probe")
+    [removed] = remove_leftovers("docker").backends
+    assert removed.kind == "docker" and removed.names and removed.unchecked is None
+    assert mlab_containers(**{"pytest-mlab.run": "registry-probe"}) == []
+    monkeypatch.setattr(backend, "connect", backend.connect.__wrapped__)
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    with pytest.raises(SandboxError, match="daemon is not reachable"):
+        remove_leftovers("docker")
+    note = remove_leftovers(skip_unreachable=True).lines()[-1]
+    assert note.startswith("docker containers: not checked (the docker daemon is not reachable")
 
 
 def test_clean_command_removes_a_dead_process_container(capsys):

@@ -24,9 +24,9 @@ from pytest_mlab.sandbox import (
     Sandbox,
     open_sandbox,
 )
-from pytest_mlab.sandbox.local import omission_marker
+from pytest_mlab.sandbox.capture import omission_marker
+from tests.sandbox.processes import LINUX, alive
 
-LINUX = sys.platform.startswith("linux")
 needs_proc = pytest.mark.skipif(not LINUX, reason="process tracking through /proc is Linux-only")
 
 
@@ -46,22 +46,6 @@ def run(
     return sandbox.exec(
         [sys.executable, "-c", textwrap.dedent(code)], timeout=timeout, output_limit=limit, **kwargs
     )
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` is a running process (zombies nobody reaped yet count as dead)."""
-    if LINUX:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as handle:
-                data = handle.read()
-        except OSError:
-            return False
-        return data[data.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 # ---------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from pytest_mlab.cli import main
+from pytest_mlab.actions.registry import implementations
 from pytest_mlab.env import Environment, ReadOnlyRules
 from pytest_mlab.sandbox import SandboxOptions, open_sandbox
 from pytest_mlab.sandbox import cgroups, containment, leftovers
@@ -31,7 +32,6 @@ from pytest_mlab.task_code import call_task_function
 from pytest_mlab.trace import SnapshotStore, TraceWriter
 from tests.env.support import repo_project
 from tests.helpers import REPO, run_specs
-from tests.sandbox.backends import kind  # noqa: F401  (the fixture: every backend that can run here)
 
 MiB = 1 << 20
 
@@ -63,7 +63,9 @@ def environment(tmp_path: Path):
         project = repo_project()
         root = tmp_path / f"run-{len(opened)}"
         root.mkdir()
-        env = Environment(sandbox=sandbox, actions=(project.action("Write File"), project.action("Execute Script")),
+        actions = (project.action("Write File"), project.action("Execute Script"))
+        env = Environment(sandbox=sandbox, actions=actions,
+                          implementations=implementations(actions),
                           limits=Limits(max_steps=100, execute_timeout=120), read_only=ReadOnlyRules(),
                           trace=TraceWriter(root / "trace.jsonl"), snapshots=SnapshotStore(root / "snapshots"),
                           research_problem="containment")

@@ -31,7 +31,6 @@ from pytest_mlab.sandbox.containment import cgroup_works
 from pytest_mlab.trace import SnapshotStore
 from tests.grading.support import TIMED_FAST, TIMED_STARTER, TinyTask, timed_task, tiny_task
 from tests.grading.test_timing import measured_folder
-from tests.sandbox.backends import kind  # noqa: F401  (the fixture: every backend that can run here)
 from tests.security.test_containment import tagged_processes
 from tests.tasks.test_smoke_tasks import load_function, make_workspace, prepare, task_spec
 

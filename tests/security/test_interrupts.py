@@ -20,7 +20,6 @@ import pytest
 
 from pytest_mlab.trace import read_trace
 from tests.helpers import UNRELATED_PLUGINS, copy_toy_project, output_of, read_results
-from tests.sandbox.backends import kind  # noqa: F401  (the fixture: every backend that can run here)
 
 pytestmark = pytest.mark.slow
 

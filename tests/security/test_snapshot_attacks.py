@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 
 from pytest_mlab.data.cache import PreparedData
+from pytest_mlab.actions.registry import implementations
 from pytest_mlab.env import Environment, ReadOnlyRules
 from pytest_mlab.grading.grader import Grade, grade_snapshot
 from pytest_mlab.sandbox import SandboxOptions, open_sandbox
 from pytest_mlab.spec.models import FunctionRef, Limits, Metric, TaskSpec
 from pytest_mlab.trace import SnapshotStore, TraceWriter
 from tests.env.support import repo_project
-from tests.sandbox.backends import kind  # noqa: F401  (the fixture: every backend that can run here)
 
 MiB = 1 << 20
 TRUTH = [3.0, 5.0, 7.0, 9.0]
@@ -114,7 +114,9 @@ def run(tmp_path: Path, kind):  # noqa: F811  (kind is the backend fixture)
             sandbox.copy_in(public / relative, relative, link=True)
         project = repo_project()
         root = tmp_path / "run"
-        env = Environment(sandbox=sandbox, actions=(project.action("Write File"), project.action("Execute Script")),
+        actions = (project.action("Write File"), project.action("Execute Script"))
+        env = Environment(sandbox=sandbox, actions=actions,
+                          implementations=implementations(actions),
                           limits=limits or Limits(max_steps=100, execute_timeout=300),
                           read_only=ReadOnlyRules(frozenset(data.public_files())),
                           trace=TraceWriter(root / "trace.jsonl"), snapshots=SnapshotStore(root / "snapshots"),

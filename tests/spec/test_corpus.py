@@ -22,6 +22,7 @@ import pytest
 
 from tests.helpers import ACTIONS_DIR, AGENTS_DIR, REPO, UNRELATED_PLUGINS, output_of
 from pytest_mlab.errors import SpecError
+from pytest_mlab.spec import schemas, yaml_lines
 from pytest_mlab.spec.project import Project
 
 HERE = Path(__file__).resolve().parent
@@ -149,3 +150,24 @@ def test_corpus_and_fixtures_are_not_collected(pytester: pytest.Pytester) -> Non
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED, output
     assert "error" not in output.lower(), output
     assert ".yaml::" not in output
+
+
+@pytest.mark.parametrize("case", [read_case(path) for path in corpus_files()], ids=lambda case: case.path.stem)
+def test_the_fast_paths_give_the_same_result(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """libyaml and the compiled schema check only make loading faster: every error reads the same."""
+
+    def outcome() -> str:
+        try:
+            return f"loaded: {load(case, tmp_path)!r}"
+        except SpecError as exc:
+            return f"error: {exc.render()}"
+        finally:
+            for folder in ("agents", "actions"):
+                shutil.rmtree(tmp_path / folder, ignore_errors=True)
+
+    fast = outcome()
+    with monkeypatch.context() as patch:
+        patch.setattr(yaml_lines, "FAST_LOADER", None)
+        patch.setattr(schemas, "fast_check", lambda kind: None)
+        slow = outcome()
+    assert fast == slow

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import shutil
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from pytest_mlab.errors import SpecError
 from pytest_mlab.spec import models
-from pytest_mlab.spec.library import SpecLibrary, deep_merge, read_raw
+from pytest_mlab.spec import library
+from pytest_mlab.spec.library import SpecLibrary, TaskFiles, deep_merge, read_raw
 from pytest_mlab.spec.project import Project
 from tests.helpers import ACTIONS_DIR, AGENTS_DIR, REPO, TOY_PROJECT, task_yaml
 
@@ -325,14 +327,16 @@ def test_agents_can_extend_agents(layout: Layout) -> None:
     layout.write("agents/careful.yaml", """\
         kind: Agent
         name: careful
-        extends: baseline
+        extends: react
         default: false
-        options: {retries: 2}
+        options: {max_retries: 2}
         """)
     agent = layout.project().agent("careful")
-    assert agent.implementation == "pytest_mlab.agents.baseline:BaselineAgent"
-    assert agent.actions == ("Execute Script", "Final Answer")
-    assert (agent.default, agent.options, agent.source) == (False, {"retries": 2}, "agents/careful.yaml")
+    react = layout.project().agent("react")
+    assert agent.implementation == react.implementation == "pytest_mlab.agents.llm_agent:LLMAgent"
+    assert agent.actions == react.actions
+    assert (agent.default, agent.source) == (False, "agents/careful.yaml")
+    assert agent.options == {**react.options, "max_retries": 2}  # mappings merge key by key
 
 
 # ------------------------------------------------------------------ names
@@ -423,7 +427,8 @@ def test_a_broken_file_does_not_stop_the_others(layout: Layout) -> None:
 
 
 def test_yml_files_are_specs_too(layout: Layout) -> None:
-    layout.write("agents/short.yml", "kind: Agent\nname: short\nimplementation: a.b:C\nactions: [Read File]\n")
+    layout.write("agents/short.yml", "kind: Agent\nname: short\nimplementation: pytest_mlab.agents.baseline:BaselineAgent"
+                                     "\nactions: [Read File]\n")
     assert layout.project().agent("short").actions == ("Read File",)
 
 
@@ -448,7 +453,8 @@ def test_errors_are_cached_per_file(layout: Layout) -> None:
 
 def test_an_agent_using_an_action_whose_file_is_broken(layout: Layout) -> None:
     layout.write("specs/actions/read-file.yaml", "kind: Action\nname: Read File\narguments:\n\tfile_name: {}\n")
-    layout.write("agents/reader.yaml", "kind: Agent\nname: reader\nimplementation: a.b:C\nactions: [Read File]\n")
+    layout.write("agents/reader.yaml", "kind: Agent\nname: reader\n"
+                                       "implementation: pytest_mlab.agents.baseline:BaselineAgent\nactions: [Read File]\n")
     with pytest.raises(SpecError) as excinfo:
         layout.project().agent("reader")
     text = excinfo.value.render()
@@ -459,7 +465,8 @@ def test_an_agent_using_an_action_whose_file_is_broken(layout: Layout) -> None:
 def test_an_agent_with_a_broken_action_definition(layout: Layout) -> None:
     layout.write("specs/actions/read-file.yaml", (ACTIONS_DIR / "read-file.yaml").read_text().replace(
         "implementation:", "implementaton:"))
-    layout.write("agents/reader.yaml", "kind: Agent\nname: reader\nimplementation: a.b:C\nactions: [Read File]\n")
+    layout.write("agents/reader.yaml", "kind: Agent\nname: reader\n"
+                                       "implementation: pytest_mlab.agents.baseline:BaselineAgent\nactions: [Read File]\n")
     project = layout.project()
     agent = project.agent("baseline")  # does not use Read File
     assert project.agent_actions(agent)
@@ -468,6 +475,68 @@ def test_an_agent_with_a_broken_action_definition(layout: Layout) -> None:
         project.agent_actions(agent)
     assert "specs/actions/read-file.yaml" in excinfo.value.render()
     assert "did you mean 'implementation'?" in excinfo.value.render()
+
+
+# ------------------------------------------------------------------ read once per session
+
+
+def count_calls(monkeypatch: pytest.MonkeyPatch, owner: object, name: str, key=lambda *args: args[0]) -> Counter:
+    """Wrap ``owner.name`` and count its calls by ``key(*args)``."""
+    calls: Counter = Counter()
+    original = getattr(owner, name)
+
+    def counted(*args, **kwargs):
+        calls[key(*args)] += 1
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
+def test_each_spec_file_is_parsed_once_per_project(layout: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+    parent = layout.write("specs/tasks/parent.yaml", PARENT)
+    child = layout.write("specs/tasks/child.yaml", "kind: Task\nname: child\nextends: parent\n")
+    broken = layout.write("specs/tasks/broken.yaml", "kind: Task\nname: [\n")
+    outside = layout.write("elsewhere/outside.yaml", task_yaml("outside"))
+    parsed = count_calls(monkeypatch, library, "load_yaml_with_lines", key=lambda path, display: Path(path).name)
+    project = layout.project()
+    for _ in range(2):
+        for path in (parent, child, outside):
+            assert project.task_from_file(path).name == path.stem
+        with pytest.raises(SpecError):
+            project.task_from_file(broken)
+    assert parsed == {"parent.yaml": 1, "child.yaml": 1, "broken.yaml": 1, "outside.yaml": 1}
+
+
+def test_a_spec_edited_between_two_projects_is_read_again(layout: Layout) -> None:
+    path = layout.write("specs/tasks/t.yaml", task_yaml("t"))
+    assert layout.task("specs/tasks/t.yaml").limits.max_steps == models.DEFAULT_MAX_STEPS
+    path.write_text(task_yaml("t", extra="limits: {max_steps: 7}\n"))
+    assert layout.task("specs/tasks/t.yaml").limits.max_steps == 7
+
+
+def test_code_files_are_parsed_once_per_project(layout: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = [layout.write(f"specs/tasks/t{index}.yaml", task_yaml(f"t{index}")) for index in range(3)]
+    parsed = count_calls(monkeypatch, library, "top_level_functions", key=lambda file: file.name)
+    project = layout.project()
+    for path in paths:
+        project.task_from_file(path)
+    assert parsed == {"grader.py": 1, "prepare.py": 1}
+    layout.project().task_from_file(paths[0])
+    assert parsed == {"grader.py": 2, "prepare.py": 2}, "a new session parses them again"
+
+
+def test_a_code_file_that_changes_is_parsed_again(tmp_path: Path) -> None:
+    code = tmp_path / "grader.py"
+    code.write_text("def score():\n    pass\n")
+    files = TaskFiles()
+    assert files.functions(code) == {"score"}
+    code.write_text("def score_v2():\n    pass\n")
+    assert files.functions(code) == {"score_v2"}
+    code.write_text("def broken(:\n")
+    for _ in range(2):  # the error is kept like a result
+        with pytest.raises(SyntaxError):
+            files.functions(code)
 
 
 # ------------------------------------------------------------------ semantic checks (beyond the schema)

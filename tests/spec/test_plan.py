@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_mlab.data.requirements import unmet_requirement
 from pytest_mlab.spec import models
-from pytest_mlab.spec.plan import RunPlan, Settings, compile_plans, unmet_requirement
+from pytest_mlab.spec.plan import RunPlan, Settings, compile_plans
 from pytest_mlab.spec.project import Project
 from tests.helpers import ACTIONS_DIR, AGENTS_DIR, TOY_PROJECT
 

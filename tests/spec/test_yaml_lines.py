@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from pytest_mlab.errors import SpecError
+from pytest_mlab.spec import yaml_lines
 from pytest_mlab.spec.yaml_lines import LineMap, dotted, load_yaml_with_lines
+from tests.helpers import REPO
 
 
 def load(tmp_path: Path, text: str, name: str = "spec.yaml"):
@@ -286,3 +288,62 @@ def test_non_utf8_file_is_a_spec_error(tmp_path: Path) -> None:
     error = load_error(tmp_path, b"kind: Task\nname: caf\xe9\n", name="latin.yaml")
     assert error.path == "latin.yaml"
     assert re.search(r"not UTF-8", error.message)
+
+
+# ------------------------------------------------------------------ libyaml and the pure Python parser
+
+needs_libyaml = pytest.mark.skipif(yaml_lines.FAST_LOADER is None, reason="PyYAML was built without libyaml")
+REAL_SPECS = sorted([*(REPO / "specs").rglob("*.yaml"), *(REPO / "agents").glob("*.yaml")])
+
+
+def outcome(path: Path, monkeypatch: pytest.MonkeyPatch, *, fast: bool) -> tuple:
+    """What loading ``path`` gives: the data and every line mark, or the rendered error."""
+    with monkeypatch.context() as patch:
+        if not fast:
+            patch.setattr(yaml_lines, "FAST_LOADER", None)
+        try:
+            data, lines = load_yaml_with_lines(path, path.name)
+        except SpecError as exc:
+            return ("error", exc.render())
+    return ("loaded", data, lines.marks)
+
+
+@needs_libyaml
+@pytest.mark.parametrize("path", REAL_SPECS, ids=lambda path: f"{path.parent.name}/{path.name}")
+def test_libyaml_reads_every_real_spec_as_pyyaml_does(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert yaml_lines.fast_loader_agrees(path.read_text(encoding="utf-8")), "the fast path must be the one taken"
+    assert outcome(path, monkeypatch, fast=True) == outcome(path, monkeypatch, fast=False)
+
+
+@needs_libyaml
+@pytest.mark.parametrize("text", [
+    "kind: Task\nname: a\t\n",  # libyaml accepts a trailing tab, PyYAML does not
+    "kind: Task\ntags: [what?, b]\n",  # '?' ends a plain scalar in a flow collection for PyYAML only
+    "kind: Task\ntags: [!!str, b]\n",  # a tag in a flow collection: PyYAML takes the ',' into the tag
+    "kind: Task\nname: a\ufeffb\ndescription: x\n",  # a byte order mark after the start
+    "kind: Task\ndescription: a\x85b\nname: c\n",  # NEL is a line break for PyYAML
+    "kind: Task\ndescription: a\u2028b\nname: c\n",  # and so is LS
+])
+def test_text_libyaml_reads_differently_is_left_to_pyyaml(text: str, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    assert not yaml_lines.fast_loader_agrees(text)
+    path = tmp_path / "spec.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert outcome(path, monkeypatch, fast=True) == outcome(path, monkeypatch, fast=False)
+
+
+@needs_libyaml
+def test_deep_nesting_is_left_to_pyyaml() -> None:
+    """libyaml recurses in C and would overflow the C stack long before Python stops a recursion."""
+    assert not yaml_lines.fast_loader_agrees("a: " + "[" * 6000 + "]" * 6000 + "\n")
+    assert yaml_lines.fast_loader_agrees("a: " + "[" * 100 + "]" * 100 + "\n")
+
+
+@needs_libyaml
+def test_errors_libyaml_finds_carry_pyyamls_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "kind: Task\nmetric:\n  name: x\n   direction: up\n"
+    assert yaml_lines.fast_loader_agrees(text)
+    error = load_error(tmp_path, text)
+    assert (error.line, error.message) == (4, "YAML syntax error: mapping values are not allowed here")
+    assert outcome(tmp_path / "spec.yaml", monkeypatch, fast=True) == outcome(tmp_path / "spec.yaml", monkeypatch,
+                                                                            fast=False)

@@ -9,11 +9,15 @@ runs the agent's code again, in the session's sandbox kind unless ``--sandbox`` 
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 from pytest_mlab.data import default_cache_dir
+from pytest_mlab.data.cache import PreparedData
 from pytest_mlab.errors import MlabError
+from pytest_mlab.results.record import RunResult
 from pytest_mlab.results.store import load_results
+from pytest_mlab.spec.models import TaskSpec
 from pytest_mlab.sandbox.registry import SANDBOX_KINDS
 
 
@@ -42,7 +46,6 @@ def _report(args: argparse.Namespace) -> int:
 
 def _rescore(args: argparse.Namespace) -> int:
     from pytest_mlab.data import prepare_data
-    from pytest_mlab.results.regrade import rescore_run
     from pytest_mlab.sandbox.registry import sandbox_unavailable
     from pytest_mlab.results.report import write_outputs
     from pytest_mlab.spec.library import SpecLibrary, build_task
@@ -64,7 +67,7 @@ def _rescore(args: argparse.Namespace) -> int:
             except MlabError as exc:
                 raise MlabError(f"cannot rescore {run.run_id}: {exc} (pass --root with the project that ran it)") from None
         task = tasks[run.task]
-        new = rescore_run(run, task, prepare_data(task, run.variant, cache), sandbox=sandbox)
+        new = _rescored(run, task, prepare_data(task, run.variant, cache), sandbox)
         if (new.score, new.passed, new.success) != (run.score, run.passed, run.success):
             changed += 1
             print(f"{run.run_id}: {run.message} -> {new.message}")
@@ -72,3 +75,20 @@ def _rescore(args: argparse.Namespace) -> int:
     outputs = write_outputs(args.out, runs, settings)
     print(f"rescored {len(runs)} run(s), {changed} changed: {outputs.results}, {outputs.report}")
     return 0
+
+
+def _rescored(result: RunResult, task: TaskSpec, data: PreparedData, sandbox: str) -> RunResult:
+    """The same run judged again with the task's current grader and baseline."""
+    from pytest_mlab.grading.rescore import regrade_final
+
+    if not result.run_dir:
+        return result  # the harness failed before the run: nothing was graded, nothing to redo
+    again = regrade_final(task, Path(result.run_dir), data, sandbox=sandbox, label=result.run_id,
+                          variant=result.variant, end_reason=result.end_reason, expect=result.expect,
+                          message=result.message)
+    if again is None:
+        return result
+    grade, verdict, baseline = again
+    return replace(result, score=grade.score, baseline=baseline, valid=grade.valid,
+                   invalid_reason=grade.invalid_reason, improvement=verdict.improvement, success=verdict.success,
+                   passed=verdict.passed, failure=verdict.failure, message=verdict.message)

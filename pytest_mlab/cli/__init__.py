@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
                                               "killed pytest-mlab sessions and workers")
     clean.add_argument("--all", action="store_true", help="also remove the docker containers of sessions still running")
     clean.set_defaults(run=_clean)
-    from pytest_mlab.results.commands import add_commands
+    from pytest_mlab.cli.results import add_commands
 
     add_commands(commands)
     args = parser.parse_args(argv)
@@ -59,21 +59,10 @@ def _prepare(args: argparse.Namespace) -> int:
 def _clean(args: argparse.Namespace) -> int:
     """Leftovers whose creating process is gone (a killed session or worker); --all: every container.
     Docker is skipped, with a note saying why, where it is not installed or not running."""
-    from pytest_mlab.sandbox.leftovers import sweep
+    from pytest_mlab.sandbox.registry import remove_leftovers
 
-    swept = sweep()
-    print(swept.describe())
-    for path in [*swept.folders, *swept.groups]:
-        print(f"  {path}")
-    from pytest_mlab.sandbox.docker import connect, remove_leftovers
-
-    try:
-        connect()
-    except MlabError as exc:
-        print(f"docker containers: not checked ({exc})")
-        return 0
-    removed = remove_leftovers(everything=args.all)
-    print(f"removed {len(removed)} container(s){': ' if removed else ''}{', '.join(removed)}")
+    for line in remove_leftovers(everything=args.all, skip_unreachable=True).lines():
+        print(line)
     return 0
 
 

@@ -3,32 +3,38 @@
 from __future__ import annotations
 
 import re
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable
 
 import pytest
 
-from pytest_mlab.errors import SpecError
-from pytest_mlab.results.record import RESULT_PROPERTY, RunResult, unfinished_result
+from pytest_mlab.errors import MlabError, SpecError
+from pytest_mlab.plugin import SPEC_SUFFIXES
+from pytest_mlab.results.record import RESULT_PROPERTY, JudgedBy, RunIdentity, RunResult
 from pytest_mlab.results.recover import WORKER_INPUT, recovered_results
 from pytest_mlab.results.budget import Ledger
 from pytest_mlab.results.gate import compare, load_reference, missing_groups, render_gate, save_gate
 from pytest_mlab.results.store import render_summary, render_table
 from pytest_mlab.sandbox.registry import fallback_notice, isolation_record, isolation_warning
 from pytest_mlab.spec.plan import Settings
-from pytest_mlab.spec.project import Project
 
-_ITEM_ID = re.compile(r"::(?P<task>[^\[]+)\[(?P<params>[^\]]*)\]$")
+if TYPE_CHECKING:
+    from pytest_mlab.spec.project import Project
+
 _TASK_ITEM = re.compile(r"\.ya?ml::[^\[]+\[[^\]]*\]$")
 
 
 class ResultsReporter:
     """Registered only where results meet: never on an xdist worker."""
 
-    def __init__(self, settings: Settings, project: Project, session: str) -> None:
+    def __init__(self, settings: Settings, project: Callable[[], Project], session: str) -> None:
+        """``project``: the session's specs, asked for only when a row has to be rebuilt from a
+        report (reading specs is not paid by sessions that never need it)."""
         self.settings = settings
         self.project = project
         self.session = session
+        self.announced = False
         self.results: dict[str, RunResult] = {}
         self.rebuilt: set[str] = set()  # node ids whose row was rebuilt from a failed report, not a result
         self.outputs = None
@@ -39,15 +45,27 @@ class ResultsReporter:
         if settings.max_cost is not None:
             Ledger(settings.out_dir).reset()
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_sessionstart(self, session: pytest.Session):
-        """After the session header: the loud notice when ``auto`` runs agents' code unconfined."""
-        result = yield
+    @pytest.hookimpl
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Before the first run, without xdist: the loud notice when ``auto`` runs agents' code
+        unconfined. Only sessions with runs pay for the probe that tells."""
+        if any(hasattr(item, "plan") for item in session.items):
+            self._announce(session.config)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids: list[str]) -> None:
+        """The same under xdist: workers have collected, nothing is scheduled yet."""
+        if any(nodeid.split("::")[0].endswith(SPEC_SUFFIXES) for nodeid in ids):
+            self._announce(node.config)
+
+    def _announce(self, config: pytest.Config) -> None:
+        if self.announced:
+            return
+        self.announced = True
         notice = fallback_notice(self.settings.sandbox)
-        terminal = session.config.pluginmanager.getplugin("terminalreporter")
+        terminal = config.pluginmanager.getplugin("terminalreporter")
         if notice and terminal is not None:
             terminal.write_line(notice, red=True, bold=True)
-        return result
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node) -> None:
@@ -63,12 +81,13 @@ class ResultsReporter:
             self.rebuilt.discard(report.nodeid)
         elif report.failed and report.nodeid not in self.results and _TASK_ITEM.search(report.nodeid):
             # no result came back: the worker died (xdist reports it) or the harness itself failed
-            self.results[report.nodeid] = _crashed_from_report(report, self.settings, self._agent_names())
+            self.results[report.nodeid] = self._crashed_from_report(report)
             self.rebuilt.add(report.nodeid)
 
     def _recover(self, interrupted: bool) -> None:
         """Results on disk that no report brought (Ctrl-C, a dead worker) join those that came; a
-        graded result on disk also replaces the row rebuilt from a dead worker's report."""
+        graded result on disk also replaces the row rebuilt from a dead worker's report, and an
+        ungraded one lends it the identity its trace recorded (the report keeps how it ended)."""
         try:
             graded, unfinished = recovered_results(self.settings.out_dir, self.session, interrupted=interrupted)
         except OSError as exc:
@@ -79,15 +98,32 @@ class ResultsReporter:
                 self.results[result.nodeid] = result
                 self.rebuilt.discard(result.nodeid)
         for result in unfinished:
-            self.results.setdefault(result.nodeid, result)
+            if result.nodeid in self.rebuilt:
+                rebuilt = self.results[result.nodeid]
+                self.results[result.nodeid] = replace(result, end_reason=rebuilt.end_reason, failure=rebuilt.failure,
+                                                      message=rebuilt.message,
+                                                      wall_time=rebuilt.wall_time or result.wall_time)
+            else:
+                self.results.setdefault(result.nodeid, result)
 
-    def _agent_names(self) -> list[str]:
-        if self.settings.agents:
-            return list(self.settings.agents)
+    def _crashed_from_report(self, report: pytest.TestReport) -> RunResult:
+        """The row of an item whose worker died or whose harness failed: its identity comes from
+        the same run plan the worker compiled, found again by the item's name."""
+        file, _, name = report.nodeid.partition("::")
+        text = str(report.longrepr or "").strip()
+        message = text.splitlines()[-1] if text else "the run crashed without a result"
+        from pytest_mlab.plugin.items import compile_file
+
         try:
-            return self.project.default_agents()
-        except SpecError:
-            return []
+            project = self.project()
+            _task, plans = compile_file(self.settings, project, project.root / file)
+            plan = next(plan for plan in plans if plan.run_id == name)
+        except (MlabError, OSError, StopIteration):  # the spec changed under the session: keep what the id says
+            identity = RunIdentity(nodeid=report.nodeid, run_id=name, task=name.partition("[")[0], agent="?",
+                                   llm=None, seed=0, variant=self.settings.variant, sandbox=self.settings.sandbox)
+            return RunResult.crashed(identity, message, wall_time=round(report.duration, 3))
+        return RunResult.crashed(RunIdentity.of_plan(plan, report.nodeid, self.settings.sandbox), message,
+                                 judged=JudgedBy.of_plan(plan), wall_time=round(report.duration, 3))
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session):
@@ -143,20 +179,3 @@ class ResultsReporter:
             terminalreporter.section("pytest-mlab regression gate", red="REGRESSED" in self.gate_text)
             terminalreporter.write_line(self.gate_text)
 
-
-def _crashed_from_report(report: pytest.TestReport, settings: Settings, agents: list[str]) -> RunResult:
-    """Rebuild what we can of a run from its node id: ``task[variant-agent[-llm]-sSEED]``."""
-    match = _ITEM_ID.search(report.nodeid)
-    params = match.group("params")
-    seed_match = re.search(r"-s(\d+)$", params)
-    seed = int(seed_match.group(1)) if seed_match else 0
-    middle = params[len(settings.variant) + 1:seed_match.start() if seed_match else None]
-    agent = next((name for name in sorted(agents, key=len, reverse=True)
-                  if middle == name or middle.startswith(name + "-")), middle)
-    llm = middle[len(agent) + 1:] or None
-    text = str(report.longrepr or "")
-    message = text.strip().splitlines()[-1] if text.strip() else "the run crashed without a result"
-    return unfinished_result(
-        nodeid=report.nodeid, run_id=f"{match.group('task')}[{params}]", task=match.group("task"),
-        agent=agent, llm=llm, seed=seed, variant=settings.variant, sandbox=settings.sandbox,
-        end_reason="crashed", message=message, wall_time=round(report.duration, 3))

@@ -14,7 +14,8 @@ FLAT_FIELDS = ("score", "baseline", "improvement", "best_improvement", "success"
 
 
 def attach(item: pytest.Item, result: RunResult) -> None:
-    item.user_properties.append((RESULT_PROPERTY, result.to_dict()))
+    item.mlab_result = result.to_dict()
+    item.user_properties.append((RESULT_PROPERTY, item.mlab_result))
     for name in FLAT_FIELDS:
         value = getattr(result, name)
         if value is not None:

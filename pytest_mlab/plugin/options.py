@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mlab.data import default_cache_dir
+from pytest_mlab.data.location import default_cache_dir
 from pytest_mlab.errors import UsageError
 from pytest_mlab.sandbox import SANDBOX_KINDS
 from pytest_mlab.sandbox.registry import sandbox_unavailable

@@ -1,0 +1,48 @@
+"""Whether a task can run on this machine: its data variant, packages, environment variables, GPU.
+
+Asked at collection, so that an item that cannot run is skipped with the command that fixes it.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import shutil
+from pathlib import Path
+
+from pytest_mlab.data.cache import is_prepared
+from pytest_mlab.spec import models
+
+
+def unmet_requirement(task: models.TaskSpec, variant: str, cache_dir: Path, *, preparing: bool = False) -> str | None:
+    """Why this task cannot run here, naming what fixes it; None when it can. ``preparing``: data
+    that is not prepared yet will be, before the first run (--mlab-prepare)."""
+    if variant not in task.data:
+        return (f"task '{task.name}' has no '{variant}' data variant (it has: {', '.join(task.data)}); "
+                f"run with --mlab-data={next(iter(task.data))}")
+    if task.data[variant].requires.network and not preparing and not is_prepared(task, variant, cache_dir):
+        return (f"the '{variant}' data of task '{task.name}' is not prepared, and preparing it needs the network: "
+                f"run `pytest-mlab prepare {task.name} --data {variant}` first, or add --mlab-prepare "
+                f"(nothing downloads during a test run)")
+    needs = task.requires.merged(task.data[variant].requires)
+    missing = [name for name in needs.packages if not _importable(name)]
+    if missing:
+        return f"needs the Python packages {', '.join(missing)}: pip install -e \".[tasks]\" (or install them yourself)"
+    unset = [name for name in needs.env if not os.environ.get(name)]
+    if unset:
+        return f"needs the environment variables {', '.join(unset)}: export {unset[0]}=..."
+    if needs.gpu and not _gpu_available():
+        return "needs a GPU, none is visible here (nvidia-smi was not found)"
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _importable(package: str) -> bool:
+    """Asked once per package per process: a thousand tasks share a handful of packages."""
+    return importlib.util.find_spec(package) is not None
+
+
+@functools.lru_cache(maxsize=None)
+def _gpu_available() -> bool:
+    return shutil.which("nvidia-smi") is not None

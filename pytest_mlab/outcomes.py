@@ -1,0 +1,67 @@
+"""The words for how a run ends and why it failed: one vocabulary for the trace, grading and results.
+
+Both are string enums, so they compare equal to, and serialise as, the plain strings that
+results.json, results.csv and the trace have always held (``"step limit"``, ``"invalid
+submission"``); readers of saved results need no change.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class _Word(str, Enum):
+    """A string enum that prints as its value (what ``enum.StrEnum`` does from Python 3.11 on)."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+class EndReason(_Word):
+    """Why the agent's run stopped, as the Environment and the runner record it."""
+
+    FINAL_ANSWER = "final answer"
+    STEP_LIMIT = "step limit"
+    TIME_LIMIT = "timeout"
+    TOKEN_LIMIT = "token limit"
+    NO_FINAL_ANSWER = "no final answer"
+    CRASHED = "crashed"
+    INTERRUPTED = "interrupted"
+
+    @property
+    def is_limit(self) -> bool:
+        """The run was stopped by one of its limits (or stopped acting) before it answered."""
+        return self in LIMIT_ENDS
+
+    @property
+    def cut_short(self) -> bool:
+        """The run did not end on its own terms: its workspace says nothing reliable about the agent."""
+        return self in (EndReason.CRASHED, EndReason.INTERRUPTED)
+
+
+LIMIT_ENDS = frozenset({EndReason.STEP_LIMIT, EndReason.TIME_LIMIT, EndReason.TOKEN_LIMIT, EndReason.NO_FINAL_ANSWER})
+
+
+class Failure(_Word):
+    """The failure category of a run that did not do what its item asserts."""
+
+    CRASHED = "crashed"
+    INTERRUPTED = "interrupted"
+    STEP_LIMIT = "step limit"
+    TIME_LIMIT = "timeout"
+    TOKEN_LIMIT = "token limit"
+    NO_FINAL_ANSWER = "no final answer"
+    INVALID_SUBMISSION = "invalid submission"
+    NO_BASELINE = "no baseline"
+    BASELINE_MISMATCH = "baseline mismatch"
+    BELOW_THRESHOLD = "below threshold"
+    CLAIMED_UNMEASURED = "claimed but unmeasured"
+
+    @classmethod
+    def of_end(cls, reason: str) -> "Failure":
+        """The category of a run whose end itself is the failure (a crash, a limit)."""
+        return cls(EndReason(reason).value)
+

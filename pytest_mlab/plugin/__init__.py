@@ -1,0 +1,173 @@
+"""pytest-mlab's pytest glue, and nothing else: the hooks pytest calls (this module, the entry
+point ``mlab``), the items (items.py), options (options.py), the results reporter (reporter.py),
+JUnit and pytest-html properties (junit.py) and the terminal for a human LLM (console.py).
+
+The engine (runner, spec, sandbox, env, agents, llm, grading, results) imports no pytest. Every
+engine import here is deferred to the hook that needs it, so a pytest run that collects no spec
+pays almost nothing for the plugin.
+"""
+
+from __future__ import annotations
+
+import gc
+import re
+from pathlib import Path
+
+import pytest
+
+from pytest_mlab.errors import MlabError, SpecError, UsageError
+from pytest_mlab.plugin.options import add_options, read_settings
+from pytest_mlab.plugin.state import SESSION, SETTINGS, project_of
+
+SPEC_SUFFIXES = (".yaml", ".yml")
+PREPARED = pytest.StashKey[set]()
+_TASK_KIND = re.compile(r"^kind:\s*['\"]?Task['\"]?\s*(#.*)?$", re.MULTILINE)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from pytest_mlab.results.recover import session_id
+
+    config.addinivalue_line("markers", "mlab: a pytest-mlab run of an agent on a task")
+    try:
+        settings = read_settings(config)
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[SETTINGS] = settings
+    for name in settings.agents:
+        try:
+            project_of(config).agent(name, wanted_by=(settings.agents_source, None, ""))
+        except SpecError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    if any((settings.llm, settings.fast_llm, settings.edit_llm)) and _parallel(config):
+        from pytest_mlab.llm.providers import HUMAN
+
+        if HUMAN in (settings.llm, settings.fast_llm, settings.edit_llm):
+            raise pytest.UsageError("--llm=human reads your answers from the terminal, which pytest-xdist workers "
+                                    "do not have: drop -n (and --dist) to play the agent yourself")
+    config.stash[SESSION] = session_id(getattr(config, "workerinput", None))
+    if not hasattr(config, "workerinput"):
+        from pytest_mlab.plugin.reporter import ResultsReporter
+
+        try:
+            reporter = ResultsReporter(settings, lambda: project_of(config), config.stash[SESSION])
+        except MlabError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        config.pluginmanager.register(reporter, "mlab-results")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """pytest-html shows a run's message and links to its trace (when pytest-html is installed)."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" and getattr(item, "mlab_result", None) is not None:
+        from pytest_mlab.plugin.junit import html_extras
+
+        report.extras = [*getattr(report, "extras", []), *html_extras(item.mlab_result)]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session):
+    """The garbage collector pauses while specs are collected: thousands of small objects are
+    made and all stay alive, so its passes find nothing to free and cost a fifth of the time.
+    When specs were collected, what collection made is then frozen (kept out of later passes:
+    items live all session), so the full collections pytest runs at its end do not walk it again."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return (yield)
+    finally:
+        if any(hasattr(item, "plan") for item in session.items):
+            gc.freeze()
+        if was_enabled:
+            gc.enable()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """--mlab-prepare without xdist: prepare the selected items' data before the first run."""
+    if session.config.stash[SETTINGS].prepare and not hasattr(session.config, "workerinput"):
+        tasks = [item.plan.task for item in session.items if hasattr(item, "plan")]
+        _prepare_selected(session.config, tasks)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids: list[str]) -> None:
+    """--mlab-prepare under xdist: workers report the selected items; the controller prepares their
+    data before it schedules any."""
+    config = node.config
+    if config.stash[SETTINGS].prepare:
+        files = dict.fromkeys(nodeid.split("::")[0] for nodeid in ids)
+        _prepare_selected(config, [project_of(config).task_from_file(config.rootpath / name) for name in files])
+
+
+def _prepare_selected(config: pytest.Config, tasks: list) -> None:
+    """Each task once, skipping tasks that are skipped anyway; output goes to the user's terminal."""
+    from pytest_mlab.data import prepare_verbosely
+    from pytest_mlab.data.requirements import unmet_requirement
+
+    settings, done = config.stash[SETTINGS], config.stash.setdefault(PREPARED, set())
+    reporter = config.pluginmanager.getplugin("terminalreporter")
+    capture = config.pluginmanager.getplugin("capturemanager")
+    for task in tasks:
+        if task.name in done or unmet_requirement(task, settings.variant, settings.cache_dir, preparing=True):
+            continue
+        done.add(task.name)
+        with capture.global_and_fixture_disabled():
+            try:
+                prepare_verbosely(task, settings.variant, settings.cache_dir,
+                                  lambda line: (reporter.write_line(line), reporter.flush()))
+            except MlabError as exc:
+                pytest.exit(f"--mlab-prepare: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """What killed sessions or workers left (docker containers, temp folders, cgroups and what
+    still runs in them) is removed before any item runs."""
+    _remove_leftovers(session.config)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Those of workers that died during this session are removed after it."""
+    _remove_leftovers(session.config)
+
+
+def _remove_leftovers(config: pytest.Config) -> None:
+    """On the controller only: workers' leftovers are judged by whether their worker is alive."""
+    if hasattr(config, "workerinput") or SETTINGS not in config.stash:
+        return
+    from pytest_mlab.sandbox.registry import remove_leftovers
+
+    try:
+        remove_leftovers(config.stash[SETTINGS].sandbox)
+    except MlabError as exc:
+        raise pytest.UsageError(f"--sandbox={config.stash[SETTINGS].sandbox}: {exc}") from None
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector):
+    """Task specs: any YAML with ``kind: Task``, and everything in ``specs/tasks/`` (so a broken
+    ``kind:`` line there is an error, not a silently skipped file)."""
+    if file_path.suffix not in SPEC_SUFFIXES:
+        return None
+    in_task_folder = file_path.parent.name == "tasks" and file_path.parent.parent.name == "specs"
+    if in_task_folder or _TASK_KIND.search(_head(file_path)):
+        from pytest_mlab.plugin.items import TaskFile
+
+        return TaskFile.from_parent(parent, path=file_path)
+    return None
+
+
+def _parallel(config: pytest.Config) -> bool:
+    """True under pytest-xdist (on the controller: -n N with N > 0; on a worker: always)."""
+    return hasattr(config, "workerinput") or bool(getattr(config.option, "numprocesses", None))
+
+
+def _head(path: Path) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read(65536)
+    except OSError:
+        return ""

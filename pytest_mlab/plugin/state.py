@@ -1,0 +1,27 @@
+"""What the plugin keeps on pytest's config for one session (its stash keys)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_mlab.spec.plan import Settings
+    from pytest_mlab.spec.project import Project
+
+SETTINGS = pytest.StashKey["Settings"]()
+PROJECT = pytest.StashKey["Project"]()
+SESSION = pytest.StashKey[str]()  # the controller's id, shared by its workers: written in each run's trace
+MARKERS = pytest.StashKey[set]()  # marker names known to pytest's ini, plus the task tags registered so far
+
+
+def project_of(config: pytest.Config) -> "Project":
+    """The session's specs, made on first use: a run that collects no spec never reads or imports them."""
+    if PROJECT not in config.stash:
+        from pytest_mlab.plugin.options import spec_folder
+        from pytest_mlab.spec.project import Project
+
+        config.stash[PROJECT] = Project(config.rootpath, spec_folder(config, "mlab_actions_dir"),
+                                        spec_folder(config, "mlab_agents_dir"), spec_folder(config, "mlab_tasks_dir"))
+    return config.stash[PROJECT]
