@@ -1,9 +1,12 @@
-"""Grader for the identify-contrails task: global Dice coefficient of the predicted contrail masks.
+"""Grader for the identify-contrails task: the mean over test records of each record's Dice
+coefficient, as the original benchmark's evaluator scores it.
 
 submission.csv has one row per test record: ``record_id`` and ``encoded_pixels``, the
 competition's run-length encoding of the predicted mask ('start length' pairs, 1-based, pixels
 numbered top to bottom then left to right; '-' for no contrail). Rows are matched by record_id.
-Dice is computed over all pixels of all test records together: 2|P & T| / (|P| + |T|).
+Each record scores (2|P & T| + s) / (|P| + |T| + s) with s = 1e-6, so a record with no contrail
+predicted and none true scores 1, and an empty prediction of a real contrail scores about 0.
+The score is the plain mean of these, every record counting the same whatever its contrail area.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pytest_mlab.grading import InvalidSubmission
 from pytest_mlab.grading.submission import read_submission
 
 SUBMISSION = "submission.csv"
+SMOOTHING = 1e-6  # the original evaluator's constant, in numerator and denominator
 
 
 def rle_decode(encoded: str, size: int, record_id: str) -> np.ndarray:
@@ -43,19 +47,21 @@ def rle_decode(encoded: str, size: int, record_id: str) -> np.ndarray:
     return np.concatenate([np.arange(s - 1, e) for s, e in zip(starts, ends)])
 
 
+def record_dice(predicted: np.ndarray, actual: np.ndarray) -> float:
+    """Smoothed Dice of one record's pixel index sets; 1 when both are empty."""
+    overlap = len(np.intersect1d(predicted, actual))
+    return (2.0 * overlap + SMOOTHING) / (len(predicted) + len(actual) + SMOOTHING)
+
+
 def score(workspace: pathlib.Path, answers: pathlib.Path) -> float:
     truth = pd.read_csv(pathlib.Path(answers) / "answers.csv", dtype={"record_id": str}).set_index("record_id")
     submission = read_submission(pathlib.Path(workspace) / SUBMISSION, ["record_id", "encoded_pixels"],
                                  truth.index, "test/", id_column="record_id", text_ids=True,
                                  text_columns=("encoded_pixels",))
-    overlap = predicted_total = true_total = 0
+    scores = []
     for record_id, row in truth.iterrows():
         size = int(row["height"]) * int(row["width"])
         predicted = rle_decode(submission.loc[record_id, "encoded_pixels"], size, record_id)
         actual = rle_decode(row["encoded_pixels"], size, record_id)
-        overlap += len(np.intersect1d(predicted, actual))
-        predicted_total += len(predicted)
-        true_total += len(actual)
-    if predicted_total + true_total == 0:
-        return 1.0
-    return 2.0 * overlap / (predicted_total + true_total)
+        scores.append(record_dice(predicted, actual))
+    return float(np.mean(scores))

@@ -1,5 +1,6 @@
 """identify-contrails task assets: the competition's record layout, the run-length encoding, the
-grader on bad submissions, and the full recipe against a fake Kaggle.
+per-record mean Dice on cases worked out by hand, the grader on bad submissions, and the full
+recipe against a fake Kaggle.
 
 The starter and reference runs are checked once, by the main job (tests/integration/test_main_job.py).
 """
@@ -81,27 +82,66 @@ def grade(workspace, hidden):
     return grade_task(TASK, workspace, hidden)
 
 
-def test_grader_computes_global_dice_by_record_id(data, tmp_path):
+def write_case(tmp_path, records):
+    """A hidden answers.csv and a submission.csv from (record_id, (height, width), truth, prediction)."""
+    hidden, workspace = tmp_path / "hidden", tmp_path / "workspace"
+    hidden.mkdir()
+    workspace.mkdir()
+    pd.DataFrame([{"record_id": r, "encoded_pixels": truth, "height": h, "width": w}
+                  for r, (h, w), truth, _ in records]).to_csv(hidden / "answers.csv", index=False)
+    pd.DataFrame([{"record_id": r, "encoded_pixels": predicted} for r, _, _, predicted in records]).to_csv(
+        workspace / "submission.csv", index=False)
+    return workspace, hidden
+
+
+@pytest.mark.parametrize("truth, predicted, expected", [
+    ("-", "-", 1.0),                                  # nothing to find, nothing found: (0 + s) / (0 + s)
+    ("3 4", "3 4", 1.0),                              # perfect: (8 + s) / (8 + s)
+    ("1 2", "5 2", 1e-6 / (4 + 1e-6)),                # disjoint: no overlap, 2 + 2 pixels
+    ("1 2", "-", 1e-6 / (2 + 1e-6)),                  # a contrail missed entirely
+    ("-", "1 2", 1e-6 / (2 + 1e-6)),                  # a contrail where there is none
+    ("1 4", "3 4", (2 * 2 + 1e-6) / (4 + 4 + 1e-6)),  # pixels 3-4 shared: about 0.5
+])
+def test_grader_scores_one_record_by_hand(tmp_path, truth, predicted, expected):
+    workspace, hidden = write_case(tmp_path, [("7", (4, 4), truth, predicted)])
+    assert grade(workspace, hidden) == pytest.approx(expected, rel=1e-12, abs=0)
+
+
+def test_grader_averages_records_not_pixels(tmp_path):
+    workspace, hidden = write_case(tmp_path, [
+        ("1", (10, 10), "1 40", "1 40"),  # 40 contrail pixels, all found: 1
+        ("2", (2, 2), "1 2", "3 2"),      # 2 contrail pixels, 2 wrong ones predicted: about 0
+        ("3", (2, 2), "-", "-"),          # nothing to find, nothing predicted: 1
+    ])
+    # global Dice over all pixels: 2 * 40 / (42 + 42) = 0.952
+    # per-record mean:            (1 + 2.5e-7 + 1) / 3 = 0.667
+    assert grade(workspace, hidden) == pytest.approx((2 + 1e-6 / (4 + 1e-6)) / 3, rel=1e-12, abs=0)
+
+
+def test_grader_matches_records_by_id_on_mini_data(data, tmp_path):
     _, hidden = data
     answers = pd.read_csv(hidden / "answers.csv", dtype={"record_id": str})
+    decode = load_function(TASK, "grader.py:rle_decode")
+    true_sizes = [len(decode(e, 1024, r)) for r, e in zip(answers["record_id"], answers["encoded_pixels"])]
     answers[["record_id", "encoded_pixels"]].to_csv(tmp_path / "submission.csv", index=False)
     assert grade(tmp_path, hidden) == 1.0
-    # empty predictions everywhere: no overlap
+    # empty predictions everywhere: only the records without a contrail score (1 each)
     answers[["record_id"]].assign(encoded_pixels="-").to_csv(tmp_path / "submission.csv", index=False)
-    assert grade(tmp_path, hidden) == 0.0
-    # half the records right, the rest empty; shuffled rows give the same score
+    assert grade(tmp_path, hidden) == pytest.approx(
+        sum(1.0 if n == 0 else 1e-6 / (n + 1e-6) for n in true_sizes) / len(answers), rel=1e-12, abs=0)
+    # even records right, odd ones empty; shuffled rows give the same score
     half = answers.assign(encoded_pixels=answers["encoded_pixels"].where(answers.index % 2 == 0, "-"))
-    decode = load_function(TASK, "grader.py:rle_decode")
-    sizes = [len(decode(e, 1024, r)) for r, e in zip(answers["record_id"], answers["encoded_pixels"])]
-    kept = sum(s for i, s in enumerate(sizes) if i % 2 == 0)
     half[["record_id", "encoded_pixels"]].sample(frac=1.0, random_state=2).to_csv(tmp_path / "submission.csv", index=False)
-    assert grade(tmp_path, hidden) == pytest.approx(2 * kept / (kept + sum(sizes)))
+    expected = [1.0 if i % 2 == 0 or n == 0 else 1e-6 / (n + 1e-6) for i, n in enumerate(true_sizes)]
+    assert grade(tmp_path, hidden) == pytest.approx(sum(expected) / len(expected), rel=1e-12, abs=0)
 
 
 @pytest.mark.parametrize("corrupt, message", [
     (lambda f: f.drop(columns="encoded_pixels"), "missing column 'encoded_pixels'"),
     (lambda f: f.iloc[:-2], "rows; expected"),
     (lambda f: pd.concat([f.iloc[:-1], f.iloc[:1]]), "duplicate id"),
+    (lambda f: pd.concat([f.iloc[:-1], f.iloc[:1].assign(record_id="123")]), "not in test/: 123"),
+    (lambda f: pd.concat([f, f.iloc[:1].assign(record_id="123")]), "has 25 rows; expected 24"),
     (lambda f: f.assign(encoded_pixels="1 2 3"), "odd number of values"),
     (lambda f: f.assign(encoded_pixels="a b"), "space-separated integers"),
     (lambda f: f.assign(encoded_pixels="1000 100"), "past the image's 1024 pixels"),
