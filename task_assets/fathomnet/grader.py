@@ -7,8 +7,10 @@ and ``osd`` (a score that the image is out of sample; higher = more likely). Row
 
     score = (sAUC + MAP@20) / 2,   sAUC = 2 * AUC(osd) - 1
 
-When every hidden image is in sample (the full variant holds out training images), AUC is
-undefined and the score is MAP@20 alone.
+This is the competition's metric (its metric.py) on integer category ids. When every hidden
+image is in sample, as in the full variant (its held-out images are training images), AUC is
+undefined (the competition's metric raises an error) and the score is MAP@20 alone: osd cannot
+tell submissions apart then, and leaving the term out keeps 1 the best score.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """fathomnet task assets: the competition's layout, the grader's MAP@20 and sAUC on good and bad
-submissions, and the full recipe against a fake Kaggle.
+submissions (and on a case worked out by hand), the scripts on images of many sizes, and the full
+recipe against a fake Kaggle.
 
-The starter and reference runs are checked once, by the main job (tests/integration/test_main_job.py).
+The starter's and reference's scores are checked once, by the main job (tests/integration/test_main_job.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from PIL import Image
 from pytest_mlab.errors import DataError
 from pytest_mlab.grading import InvalidSubmission
 from tests.data.fakes import FileServer, fake_kaggle
-from tests.tasks.test_smoke_tasks import grade as grade_task, load_function, prepare, tree_digest
+from tests.tasks.test_smoke_tasks import grade as grade_task, load_function, make_workspace, prepare, run_script, \
+    tree_digest
 
 TASK = "fathomnet"
 COMPETITION = "fathomnet-out-of-sample-detection"
@@ -99,6 +101,43 @@ def test_grader_combines_rescaled_auc_and_map(data, tmp_path):
     assert grade(tmp_path, hidden) == pytest.approx(expected)
 
 
+# Four images worked out by hand. Truth (categories; osd) and submission (categories; osd):
+#   a: 1 2 (0)    2 9 1 (0.2)  hits at ranks 1 and 3: AP = (1/1 + 2/3) / min(2, 20) = 5/6
+#   b: 3 (1)      8 3 3 (0.9)  hit at rank 2, the repeated 3 counts once: AP = (1/2) / 1 = 1/2
+#   c: 4 5 6 (0)  4 (0.6)      hit at rank 1: AP = (1/1) / 3 = 1/3
+#   d: 7 (1)      (none) (0.6) AP = 0
+# MAP@20 = (5/6 + 1/2 + 1/3 + 0) / 4 = 5/12.
+# AUC over the 4 (out-of-sample, in-sample) pairs: (b, a) 1, (b, c) 1, (d, a) 1, (d, c) a tie 0.5,
+# so AUC = 3.5 / 4 = 7/8 and sAUC = 2 * 7/8 - 1 = 3/4; the score is (3/4 + 5/12) / 2 = 7/12.
+BY_HAND = pd.DataFrame({"id": ["a", "b", "c", "d"], "categories": ["1 2", "3", "4 5 6", "7"], "osd": [0, 1, 0, 1]})
+SUBMITTED = pd.DataFrame({"id": ["a", "b", "c", "d"], "categories": ["2 9 1", "8 3 3", "4", ""],
+                          "osd": [0.2, 0.9, 0.6, 0.6]})
+
+
+def grade_by_hand(tmp_path, submission: pd.DataFrame, truth: pd.DataFrame = BY_HAND) -> float:
+    hidden, workspace = tmp_path / "hidden", tmp_path / "workspace"
+    hidden.mkdir(exist_ok=True)
+    workspace.mkdir(exist_ok=True)
+    truth.to_csv(hidden / "answers.csv", index=False)
+    submission.to_csv(workspace / "submission.csv", index=False)
+    return grade(workspace, hidden)
+
+
+def test_grader_matches_a_score_worked_out_by_hand(tmp_path):
+    assert grade_by_hand(tmp_path, SUBMITTED) == pytest.approx(7 / 12)
+    assert grade_by_hand(tmp_path, SUBMITTED.iloc[::-1]) == pytest.approx(7 / 12), "rows are matched by id"
+
+
+def test_perfect_submission_scores_one_and_constant_osd_scores_half_the_map(tmp_path):
+    assert grade_by_hand(tmp_path, BY_HAND) == 1.0
+    assert grade_by_hand(tmp_path, SUBMITTED.assign(osd=0.5)) == pytest.approx((0 + 5 / 12) / 2)  # sAUC = 0
+
+
+def test_when_every_image_is_in_sample_the_score_is_the_map(tmp_path):
+    """As in the full variant: the AUC is undefined with one class, so only MAP@20 is scored."""
+    assert grade_by_hand(tmp_path, SUBMITTED, BY_HAND.assign(osd=0)) == pytest.approx(5 / 12)
+
+
 @pytest.mark.parametrize("corrupt, message", [
     (lambda f: f.drop(columns="osd"), "missing column 'osd'"),
     (lambda f: f.iloc[:-1], "rows; expected"),
@@ -112,6 +151,27 @@ def test_grader_rejects_corrupted_submissions(data, tmp_path, corrupt, message):
     corrupt(answers_of(hidden)).to_csv(tmp_path / "submission.csv", index=False)
     with pytest.raises(InvalidSubmission, match=message):
         grade(tmp_path, hidden)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("reference", [False, True], ids=["starter", "reference"])
+def test_scripts_run_on_images_of_many_sizes(data, tmp_path, reference):
+    """The competition's images come in many sizes; the scripts must resize them before stacking."""
+    public, _ = data
+    workspace = make_workspace(TASK, public, tmp_path / "workspace", reference=reference)
+    train_csv = workspace / "multilabel_classification" / "train.csv"
+    pd.read_csv(train_csv).head(40).to_csv(train_csv, index=False)
+    eval_json = workspace / "object_detection" / "eval.json"
+    coco = json.loads(eval_json.read_text())
+    coco["images"] = coco["images"][:8]
+    eval_json.write_text(json.dumps(coco))
+    for n, path in enumerate(sorted((workspace / "images").iterdir())):
+        with Image.open(path) as image:
+            resized = image.resize((40 + 17 * (n % 5), 30 + 23 * (n % 3)))
+        resized.save(path)
+    run_script(workspace)
+    submission = pd.read_csv(workspace / "submission.csv")
+    assert sorted(submission["id"]) == sorted(i["file_name"][:-4] for i in coco["images"])
 
 
 # --------------------------------------------------------------------------- full recipe

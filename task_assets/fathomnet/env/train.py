@@ -1,10 +1,11 @@
 """Baseline for the fathomnet task: a small Keras CNN for multi-label classification (TensorFlow, CPU).
 
-Reads the training labels from multilabel_classification/train.csv and the images from images/,
-trains a convolutional network with one sigmoid output per category, predicts the categories of
-every evaluation image listed in object_detection/eval.json and writes submission.csv (id,
-categories, osd). It submits the 3 most likely categories per image and says nothing about
-whether an image is out of sample (osd is the same for every image).
+Reads the training labels from multilabel_classification/train.csv and the images from images/
+(each resized to SIZE x SIZE pixels, as the images come in many sizes), trains a convolutional
+network with one sigmoid output per category, predicts the categories of every evaluation image
+listed in object_detection/eval.json and writes submission.csv (id, categories, osd). It submits
+the 3 most likely categories per image and says nothing about whether an image is out of sample
+(osd is the same for every image).
 """
 
 import ast
@@ -24,6 +25,7 @@ EPOCHS = 5
 BATCH_SIZE = 32
 TOP = 3  # categories predicted per image
 VALID_FRACTION = 0.1
+SIZE = 64  # every image is resized to SIZE x SIZE so that images of any size stack into one array
 
 keras.utils.set_random_seed(SEED)
 tf.config.experimental.enable_op_determinism()
@@ -32,7 +34,9 @@ tf.config.threading.set_intra_op_parallelism_threads(2)
 
 
 def load_image(image_id: str) -> np.ndarray:
-    return np.asarray(Image.open(f"images/{image_id}.png").convert("RGB"), dtype=np.float32) / 255.0
+    with Image.open(f"images/{image_id}.png") as image:
+        pixels = image.convert("RGB").resize((SIZE, SIZE))
+    return np.asarray(pixels, dtype=np.float32) / 255.0
 
 
 def main() -> None:

@@ -6,11 +6,10 @@ more filters and 15 epochs; all categories ranked by probability (the first 20 c
 so submitting only 3 throws recall away); and osd from how dark the image is, since deeper water
 is darker and the out-of-sample images come from deeper than the training images.
 
-Reads the training labels from multilabel_classification/train.csv and the images from images/,
-trains a convolutional network with one sigmoid output per category, predicts the categories of
-every evaluation image listed in object_detection/eval.json and writes submission.csv (id,
-categories, osd). It submits the 3 most likely categories per image and says nothing about
-whether an image is out of sample (osd is the same for every image).
+Reads the training labels from multilabel_classification/train.csv and the images from images/
+(each resized to SIZE x SIZE pixels, as the images come in many sizes), trains the network, and
+writes submission.csv (id, categories, osd) for every evaluation image listed in
+object_detection/eval.json.
 """
 
 import ast
@@ -30,6 +29,7 @@ EPOCHS = 15
 BATCH_SIZE = 32
 TOP = 20  # categories predicted per image: all that MAP@20 counts
 VALID_FRACTION = 0.1
+SIZE = 64  # every image is resized to SIZE x SIZE so that images of any size stack into one array
 
 keras.utils.set_random_seed(SEED)
 tf.config.experimental.enable_op_determinism()
@@ -38,7 +38,9 @@ tf.config.threading.set_intra_op_parallelism_threads(2)
 
 
 def load_image(image_id: str) -> np.ndarray:
-    return np.asarray(Image.open(f"images/{image_id}.png").convert("RGB"), dtype=np.float32) / 255.0
+    with Image.open(f"images/{image_id}.png") as image:
+        pixels = image.convert("RGB").resize((SIZE, SIZE))
+    return np.asarray(pixels, dtype=np.float32) / 255.0
 
 
 def main() -> None:
