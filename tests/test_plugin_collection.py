@@ -355,10 +355,13 @@ def test_a_full_run_of_the_toy_project(pytester, toy_project, mlab_cache) -> Non
     assert (reference["expect"], reference["end_reason"], reference["failure"]) == ("success", "final answer", None)
     for run in payload["runs"]:
         assert (run["metric"], run["direction"], run["sandbox"], run["llm"]) == ("error", "minimize", resolve_kind("auto"), None)
+        assert run["tags"] == ["toy"]  # the task's tags travel with the run: the headline counts "paper" tasks
         assert Path(run["trace"]).is_file()
         assert Path(run["run_dir"]) == toy_project / "mlab-results" / "runs" / f"toy-mini-{run['agent']}-s0"
     assert (toy_project / "mlab-results" / "results.csv").is_file()
     assert (mlab_cache / "toy" / "mini" / "public" / "data.csv").is_file(), "data is prepared in --mlab-cache"
+    (agent,) = [row for row in payload["aggregate"]["agents"] if row["agent"] == "reference"]
+    assert (agent["headline_tasks"], agent["average_success_rate"]) == ("all", 1.0)  # no paper task: every task
 
 
 @pytest.mark.slow

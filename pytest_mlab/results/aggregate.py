@@ -1,7 +1,13 @@
 """Aggregate run results the way the paper reports them: per (task, agent, llm, variant) and per agent.
 
 Success rates carry a 95% Wilson interval, which stays inside [0, 1] and is honest for the
-handful of seeds a benchmark run can afford (the normal approximation is not).
+handful of seeds a benchmark run can afford (the normal approximation is not). They come two
+ways: over all runs, and over the runs that did not fail for infrastructure reasons (provider
+errors, a dead worker, the sandbox), which is the paper's denominator.
+
+An agent's headline, the paper's "average success rate", averages its tasks tagged ``paper``
+(the 13 tasks the paper scores by success); smoke tasks, the LLM-tool tasks and a project's own
+tasks are averaged apart. Without any ``paper`` task among the runs, the headline covers all tasks.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from typing import Any
 
 from pytest_mlab.results.record import RunResult
 
+PAPER_TAG = "paper"
 GROUP_KEYS = ("task", "agent", "llm", "variant")
 AGENT_KEYS = ("agent", "llm", "variant")
 Z_95 = 1.959963984540054
@@ -48,9 +55,12 @@ def summarize(runs: list[RunResult]) -> dict[str, Any]:
     successes = sum(1 for run in runs if run.success)
     low, high = wilson_interval(successes, n)
     failures = Counter(run.failure for run in runs if run.failure)
+    infrastructure = sum(1 for run in runs if run.infrastructure)
+    agent_runs = n - infrastructure
     return {
         "runs": n, "successes": successes, "success_rate": successes / n if n else None,
-        "ci_low": low, "ci_high": high,
+        "ci_low": low, "ci_high": high, "infrastructure_failures": infrastructure,
+        "success_rate_excluding_infrastructure": successes / agent_runs if agent_runs else None,
         "valid_rate": sum(1 for run in runs if run.valid) / n if n else None,
         "mean_improvement": _mean(run.improvement for run in runs if run.valid),
         "best_step_improvement": _mean(run.best_improvement for run in runs),
@@ -71,7 +81,7 @@ def aggregate(runs: list[RunResult]) -> dict[str, Any]:
     for key in sorted(grouped, key=_sort_key):
         first = grouped[key][0]
         groups.append({**dict(zip(GROUP_KEYS, key)), "metric": first.metric, "direction": first.direction,
-                       **summarize(grouped[key])})
+                       "paper": PAPER_TAG in (first.tags or ()), **summarize(grouped[key])})
     by_agent: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for group in groups:
         by_agent[group_key(group, AGENT_KEYS)].append(group)
@@ -79,9 +89,17 @@ def aggregate(runs: list[RunResult]) -> dict[str, Any]:
     for key in sorted(by_agent, key=_sort_key):
         rows = by_agent[key]
         agent_runs = [run for run in runs if group_key(run, AGENT_KEYS) == key]
+        paper = [row for row in rows if row["paper"]]
+        headline, others = (paper, [row for row in rows if not row["paper"]]) if paper else (rows, [])
         agents.append({**dict(zip(AGENT_KEYS, key)), "tasks": len(rows), "runs": len(agent_runs),
-                       "average_success_rate": _mean(row["success_rate"] for row in rows),
-                       "average_improvement": _mean(row["mean_improvement"] for row in rows),
+                       "headline_tasks": "paper" if paper else "all", "paper_tasks": len(paper),
+                       "average_success_rate": _mean(row["success_rate"] for row in headline),
+                       "average_success_rate_excluding_infrastructure": _mean(
+                           row["success_rate_excluding_infrastructure"] for row in headline),
+                       "average_improvement": _mean(row["mean_improvement"] for row in headline),
+                       "other_tasks": len(others),
+                       "other_average_success_rate": _mean(row["success_rate"] for row in others),
+                       "infrastructure_failures": sum(1 for run in agent_runs if run.infrastructure),
                        "mean_tokens": _mean(run.tokens for run in agent_runs),
                        "total_cost": sum(run.cost or 0.0 for run in agent_runs)})
     return {"groups": groups, "agents": agents}

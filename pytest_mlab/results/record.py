@@ -54,17 +54,20 @@ class JudgedBy:
     direction: str = "?"
     expect: str = "?"
     baseline: float | None = None
+    tags: tuple[str, ...] = ()  # the task's tags: ``paper`` puts the run in the paper's headline
 
     @classmethod
     def of_plan(cls, plan: RunPlan) -> "JudgedBy":
-        return cls(plan.task.metric.name, plan.task.metric.direction, plan.agent.expect, plan.baseline)
+        return cls(plan.task.metric.name, plan.task.metric.direction, plan.agent.expect, plan.baseline,
+                   tuple(plan.task.tags))
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> "JudgedBy":
-        return cls(**{item.name: record[item.name] for item in fields(cls) if item.name in record})
+        values = {item.name: record[item.name] for item in fields(cls) if item.name in record}
+        return cls(**{**values, "tags": tuple(values.get("tags", ()))})
 
     def to_record(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "tags": list(self.tags)}
 
 
 @dataclass
@@ -94,6 +97,7 @@ class RunResult(RunIdentity):
     # the harness failed, not the agent (the LLM provider for good, the sandbox, a dead worker):
     # --mlab-resume runs it again
     infrastructure: bool = False
+    tags: list[str] = field(default_factory=list)  # the task's tags (``paper``: counted in the paper's headline)
 
     def __post_init__(self) -> None:
         # plain strings, never the enums: results travel between xdist processes as builtins

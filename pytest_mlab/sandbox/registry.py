@@ -2,7 +2,7 @@
 removal of what killed sessions left of them (:func:`remove_leftovers`).
 
 ``auto`` takes the first backend of :data:`AUTO_ORDER` whose probe works, else the local backend,
-which isolates nothing; that fall-back is announced at the top of the session
+which isolates nothing; that fall-back is announced before the session's first run
 (:func:`fallback_notice`), in the terminal summary (:func:`isolation_warning`) and in results.json
 (:func:`isolation_record`), each naming the probe's real cause.
 """

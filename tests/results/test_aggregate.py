@@ -79,3 +79,32 @@ def test_agent_headline_averages_success_over_tasks_not_runs():
     assert len(agents) == 1
     assert agents[0]["tasks"] == 2 and agents[0]["runs"] == 5
     assert agents[0]["average_success_rate"] == pytest.approx(0.5)
+
+
+def test_the_headline_covers_the_paper_tasks_and_averages_the_others_apart():
+    paper = [*seeds(1, 2, task="cifar10", tags=["paper"]), *seeds(0, 2, task="imdb", tags=["paper"])]
+    smoke = seeds(2, 2, task="digits", tags=["smoke"])
+    tool = seeds(2, 2, task="bibtex-generation", tags=["llm-tool"])
+    (agent,) = aggregate([*paper, *smoke, *tool])["agents"]
+    assert (agent["tasks"], agent["paper_tasks"], agent["headline_tasks"]) == (4, 2, "paper")
+    assert agent["average_success_rate"] == 0.25  # (1/2 + 0/2) / 2: the smoke and tool tasks' 100% stay out
+    assert (agent["other_tasks"], agent["other_average_success_rate"]) == (2, 1.0)
+
+
+def test_without_paper_tasks_the_headline_covers_every_task():
+    (agent,) = aggregate([*seeds(1, 2, task="a"), *seeds(2, 2, task="b")])["agents"]
+    assert (agent["headline_tasks"], agent["average_success_rate"], agent["other_tasks"]) == ("all", 0.75, 0)
+    assert agent["other_average_success_rate"] is None
+
+
+def test_infrastructure_failures_are_counted_apart_and_left_out_of_the_papers_denominator():
+    runs = [*seeds(1, 3, task="a", tags=["paper"]),
+            run(task="a", seed=3, success=False, passed=False, infrastructure=True, failure="crashed", tags=["paper"])]
+    (group,) = aggregate(runs)["groups"]
+    assert group["success_rate"] == 0.25 and group["infrastructure_failures"] == 1
+    assert group["success_rate_excluding_infrastructure"] == 1 / 3
+    (agent,) = aggregate(runs)["agents"]
+    assert agent["average_success_rate"] == 0.25 and agent["average_success_rate_excluding_infrastructure"] == 1 / 3
+    assert agent["infrastructure_failures"] == 1
+    only_infra = aggregate([run(task="b", success=False, infrastructure=True, failure="crashed")])["groups"][0]
+    assert only_infra["success_rate_excluding_infrastructure"] is None  # no run said anything about the agent
