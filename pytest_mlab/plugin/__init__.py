@@ -18,8 +18,8 @@ import pytest
 from pytest_mlab.errors import MlabError, SpecError, UsageError
 from pytest_mlab.plugin.options import add_options, read_settings
 from pytest_mlab.plugin.state import SESSION, SETTINGS, project_of
+from pytest_mlab.spec.suffixes import SPEC_SUFFIXES
 
-SPEC_SUFFIXES = (".yaml", ".yml")
 PREPARED = pytest.StashKey[set]()
 _TASK_KIND = re.compile(r"^kind:\s*['\"]?Task['\"]?\s*(#.*)?$", re.MULTILINE)
 

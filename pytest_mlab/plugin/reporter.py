@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Callable
 import pytest
 
 from pytest_mlab.errors import MlabError, SpecError
-from pytest_mlab.plugin import SPEC_SUFFIXES
 from pytest_mlab.results.record import RESULT_PROPERTY, JudgedBy, RunIdentity, RunResult
 from pytest_mlab.results.recover import WORKER_INPUT, recovered_results
 from pytest_mlab.results.budget import Ledger
@@ -18,6 +17,7 @@ from pytest_mlab.results.gate import compare, load_reference, missing_groups, re
 from pytest_mlab.results.store import render_summary, render_table
 from pytest_mlab.sandbox.registry import fallback_notice, isolation_record, isolation_warning
 from pytest_mlab.spec.plan import Settings
+from pytest_mlab.spec.suffixes import SPEC_SUFFIXES
 
 if TYPE_CHECKING:
     from pytest_mlab.spec.project import Project

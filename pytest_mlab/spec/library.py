@@ -16,12 +16,12 @@ from typing import Any, Callable, Hashable, TypeVar
 
 from pytest_mlab.errors import SpecError
 from pytest_mlab.spec import models
+from pytest_mlab.spec.suffixes import SPEC_SUFFIXES
 from pytest_mlab.spec.agent_options import check_agent_options
 from pytest_mlab.spec.schemas import validate
 from pytest_mlab.spec.units import parse_duration, parse_size
 from pytest_mlab.spec.yaml_lines import LineMap, dotted, load_yaml_with_lines
 
-SPEC_SUFFIXES = (".yaml", ".yml")
 T = TypeVar("T")
 
 
