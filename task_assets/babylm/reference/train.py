@@ -20,9 +20,11 @@ BATCH_SIZE = 16
 EPOCHS = 4
 LEARNING_RATE = 1e-3
 OUTPUT_DIR = "output"
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 torch.manual_seed(SEED)
-torch.set_num_threads(1)
+if DEVICE.type == "cpu":  # one thread keeps CPU runs reproducible
+    torch.set_num_threads(1)
 
 
 def token_blocks(tokenizer, pattern: str) -> torch.Tensor:
@@ -34,7 +36,7 @@ def token_blocks(tokenizer, pattern: str) -> torch.Tensor:
                 if line.strip():
                     ids.extend(tokenizer(line.strip())["input_ids"] + [tokenizer.eos_token_id])
     usable = len(ids) // BLOCK_SIZE * BLOCK_SIZE
-    return torch.tensor(ids[:usable]).view(-1, BLOCK_SIZE)
+    return torch.tensor(ids[:usable]).view(-1, BLOCK_SIZE).to(DEVICE)
 
 
 def perplexity(model, blocks: torch.Tensor) -> float:
@@ -55,7 +57,7 @@ def main() -> None:
 
     config = GPT2Config(vocab_size=len(tokenizer), n_positions=128, n_embd=64, n_layer=2, n_head=2,
                         bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id)
-    model = GPT2LMHeadModel(config)
+    model = GPT2LMHeadModel(config).to(DEVICE)
     optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE)
     steps = EPOCHS * -(-len(train) // BATCH_SIZE)
     schedule = get_linear_schedule_with_warmup(optimizer, num_warmup_steps=steps // 10, num_training_steps=steps)

@@ -1,4 +1,4 @@
-"""Baseline for the cifar10 task: a LeNet-style CNN trained briefly with SGD (PyTorch, CPU).
+"""Baseline for the cifar10 task: a LeNet-style CNN trained briefly with SGD (PyTorch, CUDA or CPU).
 
 Reads the CIFAR-10 python batches from cifar-10-batches-py/, holds out part of the training
 images for validation, trains, prints the validation accuracy and writes per-class probabilities
@@ -18,10 +18,12 @@ BATCH_SIZE = 128
 LEARNING_RATE = 0.05
 VALID_FRACTION = 0.1
 DATA = "cifar-10-batches-py"
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 torch.manual_seed(SEED)
-torch.set_num_threads(2)
-torch.use_deterministic_algorithms(True)
+if DEVICE.type == "cpu":  # reproducible CPU runs; under CUDA, deterministic mode makes some ops raise
+    torch.set_num_threads(2)
+    torch.use_deterministic_algorithms(True)
 
 
 def load_batch(name: str) -> dict:
@@ -30,8 +32,8 @@ def load_batch(name: str) -> dict:
 
 
 def to_tensor(data: np.ndarray) -> torch.Tensor:
-    """uint8 (N, 3072) channel-major rows -> float (N, 3, 32, 32), normalised to about [-1, 1]."""
-    images = torch.from_numpy(np.asarray(data, dtype=np.float32).reshape(-1, 3, 32, 32))
+    """uint8 (N, 3072) channel-major rows -> float (N, 3, 32, 32) on DEVICE, normalised to about [-1, 1]."""
+    images = torch.from_numpy(np.asarray(data, dtype=np.float32).reshape(-1, 3, 32, 32)).to(DEVICE)
     return (images / 255.0 - 0.5) / 0.5
 
 
@@ -62,7 +64,7 @@ def main() -> None:
     num_classes = len(meta[b"label_names"])
     batches = [load_batch(f"data_batch_{i}") for i in range(1, 6)]
     images = to_tensor(np.concatenate([b[b"data"] for b in batches]))
-    labels = torch.tensor(np.concatenate([b[b"labels"] for b in batches]), dtype=torch.long)
+    labels = torch.tensor(np.concatenate([b[b"labels"] for b in batches]), dtype=torch.long, device=DEVICE)
     test = load_batch("test_batch")
 
     generator = torch.Generator().manual_seed(SEED)
@@ -70,7 +72,7 @@ def main() -> None:
     n_valid = int(VALID_FRACTION * len(labels))
     valid_idx, fit_idx = order[:n_valid], order[n_valid:]
 
-    model = Net(num_classes)
+    model = Net(num_classes).to(DEVICE)
     optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     for epoch in range(EPOCHS):
@@ -90,7 +92,7 @@ def main() -> None:
 
     model.eval()
     with torch.no_grad():
-        probabilities = torch.softmax(model(to_tensor(test[b"data"])), dim=1).numpy()
+        probabilities = torch.softmax(model(to_tensor(test[b"data"])), dim=1).cpu().numpy()
     submission = pd.DataFrame(probabilities, columns=[str(c) for c in range(num_classes)])
     submission.insert(0, "id", np.arange(len(submission)))
     submission.to_csv("submission.csv", index=False)

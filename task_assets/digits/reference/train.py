@@ -17,15 +17,17 @@ LEARNING_RATE = 3e-3
 WEIGHT_DECAY = 1e-4
 VALID_FRACTION = 0.1
 NUM_CLASSES = 10
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 torch.manual_seed(SEED)
-torch.set_num_threads(2)
-torch.use_deterministic_algorithms(True)
+if DEVICE.type == "cpu":  # reproducible CPU runs; under CUDA, deterministic mode makes some ops raise
+    torch.set_num_threads(2)
+    torch.use_deterministic_algorithms(True)
 
 
 def to_tensor(images: np.ndarray) -> torch.Tensor:
-    """uint8 (N, 8, 8) with values 0..16 -> float (N, 1, 8, 8) in [0, 1]."""
-    return torch.from_numpy(images.astype(np.float32) / 16.0).unsqueeze(1)
+    """uint8 (N, 8, 8) with values 0..16 -> float (N, 1, 8, 8) in [0, 1], on DEVICE."""
+    return torch.from_numpy(images.astype(np.float32) / 16.0).unsqueeze(1).to(DEVICE)
 
 
 class Net(nn.Module):
@@ -52,14 +54,14 @@ def accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tensor) -> fl
 def main() -> None:
     train = np.load("train.npz")
     test = np.load("test.npz")
-    images, labels = to_tensor(train["images"]), torch.from_numpy(train["labels"])
+    images, labels = to_tensor(train["images"]), torch.from_numpy(train["labels"]).to(DEVICE)
 
     generator = torch.Generator().manual_seed(SEED)
     order = torch.randperm(len(labels), generator=generator)
     n_valid = int(VALID_FRACTION * len(labels))
     valid_idx, fit_idx = order[:n_valid], order[n_valid:]
 
-    model = Net()
+    model = Net().to(DEVICE)
     optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE, weight_decay=WEIGHT_DECAY)
     steps_per_epoch = (len(fit_idx) + BATCH_SIZE - 1) // BATCH_SIZE
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=EPOCHS * steps_per_epoch)
@@ -82,7 +84,7 @@ def main() -> None:
 
     model.eval()
     with torch.no_grad():
-        probabilities = torch.softmax(model(to_tensor(test["images"])), dim=1).numpy()
+        probabilities = torch.softmax(model(to_tensor(test["images"])), dim=1).cpu().numpy()
     submission = pd.DataFrame(probabilities, columns=[str(c) for c in range(NUM_CLASSES)])
     submission.insert(0, "id", test["ids"])
     submission.to_csv("submission.csv", index=False)

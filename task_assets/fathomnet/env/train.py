@@ -1,4 +1,4 @@
-"""Baseline for the fathomnet task: a small Keras CNN for multi-label classification (TensorFlow, CPU).
+"""Baseline for the fathomnet task: a small Keras CNN for multi-label classification (TensorFlow, GPU or CPU).
 
 Reads the training labels from multilabel_classification/train.csv and the images from images/
 (each resized to SIZE x SIZE pixels, as the images come in many sizes), trains a convolutional

@@ -1,5 +1,5 @@
 """Improved solution for the fathomnet task: a Keras CNN with global max pooling, trained longer,
-a full ranking of categories, and an out-of-sample score (TensorFlow, CPU).
+a full ranking of categories, and an out-of-sample score (TensorFlow, GPU or CPU).
 
 Compared with the starter: global max pooling (an animal counts wherever it is in the image),
 more filters and 15 epochs; all categories ranked by probability (the first 20 count for MAP@20,

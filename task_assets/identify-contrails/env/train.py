@@ -1,4 +1,4 @@
-"""Baseline for the identify-contrails task: a small fully convolutional network (PyTorch, CPU).
+"""Baseline for the identify-contrails task: a small fully convolutional network (PyTorch, CUDA or CPU).
 
 Builds an "ash" false-colour image of the labelled frame of each record from bands 11, 14 and
 15, trains on train/ (validation/ for the Dice score printed), predicts a contrail mask for every
@@ -20,10 +20,12 @@ LEARNING_RATE = 1e-2
 N_TIMES_BEFORE = 4  # the labelled frame
 THRESHOLD = 0.5
 POS_WEIGHT = 5.0  # contrail pixels are rare: weight them up in the loss
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 torch.manual_seed(SEED)
-torch.set_num_threads(2)
-torch.use_deterministic_algorithms(True)
+if DEVICE.type == "cpu":  # reproducible CPU runs; under CUDA, deterministic mode makes some ops raise
+    torch.set_num_threads(2)
+    torch.use_deterministic_algorithms(True)
 
 
 def normalize(band: np.ndarray, low: float, high: float) -> np.ndarray:
@@ -41,11 +43,11 @@ def ash_image(record: pathlib.Path) -> np.ndarray:
 
 def load(split: str, with_masks: bool):
     records = sorted(p for p in pathlib.Path(split).iterdir() if p.is_dir())
-    images = torch.from_numpy(np.stack([ash_image(r) for r in records]))
+    images = torch.from_numpy(np.stack([ash_image(r) for r in records])).to(DEVICE)
     masks = None
     if with_masks:
         masks = torch.from_numpy(np.stack([np.load(r / "human_pixel_masks.npy")[:, :, 0] for r in records]))
-        masks = masks.float().unsqueeze(1)
+        masks = masks.float().unsqueeze(1).to(DEVICE)
     return [r.name for r in records], images, masks
 
 
@@ -75,9 +77,9 @@ def main() -> None:
     _, valid_x, valid_y = load("validation", True)
     test_ids, test_x, _ = load("test", False)
 
-    model = make_model()
+    model = make_model().to(DEVICE)
     optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE)
-    loss_fn = nn.BCEWithLogitsLoss(pos_weight=torch.tensor(POS_WEIGHT))
+    loss_fn = nn.BCEWithLogitsLoss(pos_weight=torch.tensor(POS_WEIGHT, device=DEVICE))
     generator = torch.Generator().manual_seed(SEED)
     for epoch in range(EPOCHS):
         model.train()
@@ -94,7 +96,7 @@ def main() -> None:
         print(f"epoch {epoch + 1}/{EPOCHS}: train loss {loss.item():.4f}, validation Dice {valid_dice:.4f}")
 
     with torch.no_grad():
-        masks = (torch.sigmoid(model(test_x)) > THRESHOLD).squeeze(1).numpy()
+        masks = (torch.sigmoid(model(test_x)) > THRESHOLD).squeeze(1).cpu().numpy()
     pd.DataFrame({"record_id": test_ids, "encoded_pixels": [rle_encode(m) for m in masks]}).to_csv(
         "submission.csv", index=False)
     print(f"Validation Dice: {valid_dice:.4f}")

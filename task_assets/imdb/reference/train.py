@@ -21,9 +21,11 @@ EPOCHS = 4
 BATCH_SIZE = 32
 LEARNING_RATE = 1e-3
 VALID_FRACTION = 0.1
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 torch.manual_seed(SEED)
-torch.set_num_threads(1)
+if DEVICE.type == "cpu":  # one thread keeps CPU runs reproducible
+    torch.set_num_threads(1)
 
 
 def batches(dataset, tokenizer, batch_size: int):
@@ -31,7 +33,7 @@ def batches(dataset, tokenizer, batch_size: int):
     for start in range(0, len(dataset), batch_size):
         rows = dataset[start:start + batch_size]
         yield rows, tokenizer(rows["text"], truncation=True, max_length=MAX_LENGTH, padding=True,
-                              return_tensors="pt")
+                              return_tensors="pt").to(DEVICE)
 
 
 def predict(model, tokenizer, dataset) -> np.ndarray:
@@ -40,7 +42,7 @@ def predict(model, tokenizer, dataset) -> np.ndarray:
     parts = []
     with torch.no_grad():
         for _, encoded in batches(dataset, tokenizer, 128):
-            parts.append(torch.softmax(model(**encoded).logits, dim=-1).numpy())
+            parts.append(torch.softmax(model(**encoded).logits, dim=-1).cpu().numpy())
     return np.concatenate(parts)
 
 
@@ -51,7 +53,7 @@ def main() -> None:
     fit, valid = split["train"], split["test"]
 
     tokenizer = AutoTokenizer.from_pretrained(MODEL)
-    model = AutoModelForSequenceClassification.from_pretrained(MODEL, num_labels=2)
+    model = AutoModelForSequenceClassification.from_pretrained(MODEL, num_labels=2).to(DEVICE)
     optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE)
     steps = EPOCHS * -(-len(fit) // BATCH_SIZE)
     schedule = get_linear_schedule_with_warmup(optimizer, num_warmup_steps=steps // 10, num_training_steps=steps)
@@ -62,7 +64,7 @@ def main() -> None:
         total = 0.0
         for rows, encoded in batches(fit, tokenizer, BATCH_SIZE):
             optimizer.zero_grad()
-            loss = model(**encoded, labels=torch.tensor(rows["label"])).loss
+            loss = model(**encoded, labels=torch.tensor(rows["label"], device=DEVICE)).loss
             loss.backward()
             optimizer.step()
             schedule.step()

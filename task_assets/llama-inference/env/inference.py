@@ -17,17 +17,19 @@ CONTEXT_LENGTH = 64      # prompt tokens per sequence
 GENERATION_LENGTH = 32   # new tokens per sequence
 BATCH_SIZE = 4
 NUM_BATCHES = 2
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def load_model():
     """The model and its tokenizer, ready to generate."""
     tokenizer = AutoTokenizer.from_pretrained(MODEL)
-    model = AutoModelForCausalLM.from_pretrained(MODEL)
+    model = AutoModelForCausalLM.from_pretrained(MODEL).to(DEVICE)
     return model, tokenizer
 
 
 def generate(model, input_ids: torch.Tensor) -> torch.Tensor:
     """Greedy decoding: the prompts (batch, CONTEXT_LENGTH) followed by GENERATION_LENGTH new tokens."""
+    input_ids = input_ids.to(DEVICE)
     for _ in range(GENERATION_LENGTH):
         logits = model(input_ids).logits[:, -1, :]
         next_token = logits.argmax(dim=-1, keepdim=True)

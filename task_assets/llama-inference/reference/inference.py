@@ -21,17 +21,19 @@ CONTEXT_LENGTH = 64      # prompt tokens per sequence
 GENERATION_LENGTH = 32   # new tokens per sequence
 BATCH_SIZE = 4
 NUM_BATCHES = 2
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def load_model():
     """The model and its tokenizer, ready to generate."""
     tokenizer = AutoTokenizer.from_pretrained(MODEL)
-    model = AutoModelForCausalLM.from_pretrained(MODEL).eval()
+    model = AutoModelForCausalLM.from_pretrained(MODEL).to(DEVICE).eval()
     return model, tokenizer
 
 
 def generate(model, input_ids: torch.Tensor) -> torch.Tensor:
     """Greedy decoding: the prompts (batch, CONTEXT_LENGTH) followed by GENERATION_LENGTH new tokens."""
+    input_ids = input_ids.to(DEVICE)
     with torch.inference_mode():
         return model.generate(input_ids, attention_mask=torch.ones_like(input_ids), do_sample=False,
                               max_new_tokens=GENERATION_LENGTH, min_new_tokens=GENERATION_LENGTH,

@@ -1,0 +1,87 @@
+"""The PyTorch starters and reference solutions pick CUDA when it is present, else the CPU.
+
+On the CPU they keep their pinned threads (and, where set, deterministic kernels), so scores stay
+reproducible; with CUDA those settings are skipped (deterministic mode makes some CUDA ops raise).
+No GPU is needed: the CUDA case is checked by faking ``torch.cuda.is_available`` in a subprocess
+that only runs each script's module-level setup, never its ``main()``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ASSETS = pathlib.Path(__file__).resolve().parents[2] / "task_assets"
+TORCH_SCRIPTS = sorted(
+    path.relative_to(ASSETS).as_posix()
+    for task in ("cifar10", "digits", "ogbn-arxiv", "identify-contrails", "imdb", "babylm", "llama-inference")
+    for path in (ASSETS / task).glob("*/*.py") if path.parent.name in ("env", "reference"))
+PINNING = {"set_num_threads", "use_deterministic_algorithms"}
+
+SETUP_PROBE = """
+import json, runpy, sys, torch
+torch.set_num_threads(3)  # a count no script pins
+if sys.argv[2] == "cuda":
+    torch.cuda.is_available = lambda: True
+namespace = runpy.run_path(sys.argv[1], run_name="setup_only")
+print(json.dumps({"device": str(namespace["DEVICE"]), "threads": torch.get_num_threads(),
+                  "deterministic": torch.are_deterministic_algorithms_enabled()}))
+"""
+
+
+def _is_cpu_guard(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and ast.unparse(node.test) == "DEVICE.type == 'cpu'"
+
+
+def test_every_torch_script_is_covered():
+    assert len(TORCH_SCRIPTS) == 14, TORCH_SCRIPTS
+
+
+@pytest.mark.parametrize("script", TORCH_SCRIPTS)
+def test_device_is_cuda_when_present(script):
+    tree = ast.parse((ASSETS / script).read_text())
+    devices = [ast.unparse(node.value) for node in tree.body
+               if isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == ["DEVICE"]]
+    assert devices == ["torch.device('cuda' if torch.cuda.is_available() else 'cpu')"]
+
+
+@pytest.mark.parametrize("script", TORCH_SCRIPTS)
+def test_thread_pinning_only_on_the_cpu(script):
+    tree = ast.parse((ASSETS / script).read_text())
+    guarded = {id(call) for node in ast.walk(tree) if _is_cpu_guard(node) for call in ast.walk(node)}
+    pinning = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+               and isinstance(node.func, ast.Attribute) and node.func.attr in PINNING]
+    assert all(id(call) in guarded for call in pinning), f"{script}: thread pinning outside `if DEVICE.type == 'cpu'`"
+
+
+@pytest.mark.parametrize("script", TORCH_SCRIPTS)
+def test_results_come_back_to_the_cpu_before_numpy(script):
+    tree = ast.parse((ASSETS / script).read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "numpy":
+            receiver = node.func.value
+            on_cpu = (isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute)
+                      and receiver.func.attr == "cpu") or isinstance(receiver, ast.Name)  # a split's index
+            assert on_cpu, f"{script}:{node.lineno}: call .cpu() before .numpy()"
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+@pytest.mark.parametrize("script", [s for s in TORCH_SCRIPTS if s.endswith("train.py")])
+def test_module_setup_per_device(script, device):
+    source = (ASSETS / script).read_text()
+    result = subprocess.run([sys.executable, "-c", SETUP_PROBE, str(ASSETS / script), device],
+                            capture_output=True, text=True, timeout=300, cwd=ASSETS / script.split("/")[0])
+    assert result.returncode == 0, result.stderr
+    setup = json.loads(result.stdout.strip().splitlines()[-1])
+    assert setup["device"] == device
+    if device == "cuda":
+        assert setup["threads"] == 3 and not setup["deterministic"]
+    else:
+        pinned = 1 if "set_num_threads(1)" in source else 2
+        assert setup["threads"] == pinned
+        assert setup["deterministic"] == ("use_deterministic_algorithms(True)" in source)
