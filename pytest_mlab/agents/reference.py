@@ -18,8 +18,7 @@ class ReferenceAgent(Agent):
         if not folder.is_dir():
             raise SpecError(task.source, None, "reference.files",
                             f"the reference agent needs a folder '{task.reference_files}' in {task.assets}")
-        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-            relative = path.relative_to(folder).as_posix()
+        for path, relative in task.reference_solution():
             observation = env.step("Write File", {"file_name": relative, "content": path.read_text(encoding="utf-8")})
             if observation.startswith("EnvError"):
                 raise SpecError(task.source, None, "reference", f"writing reference file {relative}: {observation}")

@@ -128,10 +128,20 @@ class TaskSpec:
 
     def env_files(self) -> tuple[tuple[Path, str], ...]:
         """The files every workspace starts with (the starter, descriptions), with their workspace paths."""
-        if not self.env_dir.is_dir():
-            return ()
-        return tuple((path, path.relative_to(self.env_dir).as_posix())
-                     for path in sorted(p for p in self.env_dir.rglob("*") if p.is_file()))
+        return shipped_files(self.env_dir)
+
+    def reference_solution(self) -> tuple[tuple[Path, str], ...]:
+        """The reference solution's files, with the workspace paths the reference agent writes them to."""
+        return shipped_files(self.assets / self.reference_files)
+
+
+def shipped_files(folder: Path) -> tuple[tuple[Path, str], ...]:
+    """A task folder's files with their paths relative to it, leaving out Python's bytecode caches
+    (a test or an editor that imported a starter leaves ``__pycache__`` behind; it is not the task's)."""
+    if not folder.is_dir():
+        return ()
+    return tuple((path, path.relative_to(folder).as_posix()) for path in sorted(folder.rglob("*"))
+                 if path.is_file() and "__pycache__" not in path.relative_to(folder).parts and path.suffix != ".pyc")
 
 
 @dataclass(frozen=True)
