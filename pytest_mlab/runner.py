@@ -103,7 +103,8 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
     data_files = data.public_files()
     read_only = ReadOnlyRules(frozenset(data_files), plan.task.read_only)
     bound = implementations(plan.actions)
-    with TraceWriter(trace_path) as trace, open_sandbox(plan.sandbox, options=sandbox_options(plan)) as sandbox:
+    options = sandbox_options(plan)
+    with TraceWriter(trace_path) as trace, open_sandbox(plan.sandbox, options=options) as sandbox:
         identity, judged = RunIdentity.of_plan(plan, nodeid, sandbox.name), JudgedBy.of_plan(plan)
         trace.write({"type": "run", "session": session, **identity.to_record(), **judged.to_record(),
                      "limits": vars(plan.limits),
@@ -134,7 +135,7 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
             detail = "".join(traceback.format_exception(exc))[-4000:]
             env.end(EndReason.CRASHED, detail)
         final = env.final_snapshot()
-        grade = grade_snapshot(plan.task, snapshots, final, data, sandbox=sandbox.name, options=sandbox_options(plan))
+        grade = grade_snapshot(plan.task, snapshots, final, data, sandbox=sandbox.name, options=options)
         claims = unmeasured_claims(read_trace(trace_path))
         verdict = judge(plan.task, plan.baseline, grade, env.end_reason, plan.agent.expect, detail, claims)
         result = RunResult.of_run(

@@ -54,7 +54,6 @@ class Environment:
         self.final_answer: str | None = None
         self.last_snapshot: str | None = None
         self.started = time.monotonic()
-        self.trace.current_step = 1
         self._backups: dict[str, list[bytes | None]] = {}
 
     # ------------------------------------------------------------------ state

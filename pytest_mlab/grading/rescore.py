@@ -62,6 +62,5 @@ def regrade_final(task: TaskSpec, run_dir: Path, data: PreparedData, *, sandbox:
     grade = grade_snapshot(task, SnapshotStore(run_dir / "snapshots", fsync=False), snapshot, data, sandbox=sandbox,
                            options=SandboxOptions.for_task(task, task.limits, label))
     baseline = task.baseline.get(variant)
-    cut_short = end_reason in (EndReason.CRASHED, EndReason.INTERRUPTED)
-    detail = message.removeprefix(f"the run {end_reason}: ") if cut_short else None
+    detail = message.removeprefix(f"the run {end_reason}: ") if EndReason(end_reason).cut_short else None
     return grade, judge(task, baseline, grade, end_reason, expect, detail), baseline

@@ -17,7 +17,7 @@ import pytest
 
 from pytest_mlab.errors import MlabError, SpecError, UsageError
 from pytest_mlab.plugin.options import add_options, read_settings
-from pytest_mlab.plugin.state import SESSION, SETTINGS, project_of
+from pytest_mlab.plugin.state import SESSION, SETTINGS, project_of, run_items
 from pytest_mlab.spec.suffixes import SPEC_SUFFIXES
 
 PREPARED = pytest.StashKey[set]()
@@ -81,7 +81,7 @@ def pytest_collection(session: pytest.Session):
     try:
         return (yield)
     finally:
-        if any(hasattr(item, "plan") for item in session.items):
+        if run_items(session.items):
             gc.freeze()
         if was_enabled:
             gc.enable()
@@ -90,7 +90,7 @@ def pytest_collection(session: pytest.Session):
 def pytest_collection_finish(session: pytest.Session) -> None:
     """--mlab-prepare without xdist: prepare the selected items' data before the first run."""
     if session.config.stash[SETTINGS].prepare and not hasattr(session.config, "workerinput"):
-        tasks = [item.plan.task for item in session.items if hasattr(item, "plan")]
+        tasks = [item.plan.task for item in run_items(session.items)]
         _prepare_selected(session.config, tasks)
 
 

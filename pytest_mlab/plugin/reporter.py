@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Callable
 import pytest
 
 from pytest_mlab.errors import MlabError, SpecError
+from pytest_mlab.plugin.state import run_items
 from pytest_mlab.results.record import RESULT_PROPERTY, JudgedBy, RunIdentity, RunResult
 from pytest_mlab.results.recover import WORKER_INPUT, recovered_results
 from pytest_mlab.results.budget import Ledger
@@ -49,7 +50,7 @@ class ResultsReporter:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Before the first run, without xdist: the loud notice when ``auto`` runs agents' code
         unconfined. Only sessions with runs pay for the probe that tells."""
-        if any(hasattr(item, "plan") for item in session.items):
+        if run_items(session.items):
             self._announce(session.config)
 
     @pytest.hookimpl(optionalhook=True)

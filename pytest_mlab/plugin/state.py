@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 import pytest
 
@@ -14,6 +14,12 @@ SETTINGS = pytest.StashKey["Settings"]()
 PROJECT = pytest.StashKey["Project"]()
 SESSION = pytest.StashKey[str]()  # the controller's id, shared by its workers: written in each run's trace
 MARKERS = pytest.StashKey[set]()  # marker names known to pytest's ini, plus the task tags registered so far
+
+
+def run_items(items: Iterable[pytest.Item]) -> list[pytest.Item]:
+    """The pytest-mlab runs among collected items (told by their run plan, so the items module,
+    and the engine behind it, need not be imported to ask)."""
+    return [item for item in items if hasattr(item, "plan")]
 
 
 def project_of(config: pytest.Config) -> "Project":
