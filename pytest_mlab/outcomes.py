@@ -28,7 +28,10 @@ class EndReason(_Word):
     TIME_LIMIT = "timeout"
     TOKEN_LIMIT = "token limit"
     NO_FINAL_ANSWER = "no final answer"
+    INVALID_RESPONSES = "invalid responses"  # the agent's model gave no usable response, however often asked
     CRASHED = "crashed"
+    PROVIDER_ERROR = "provider error"  # the LLM provider failed for good (rate limits, 5xx, connection, time-outs)
+    BUDGET_SPENT = "budget spent"  # the session's --mlab-max-cost ran out during the run
     INTERRUPTED = "interrupted"
 
     @property
@@ -39,10 +42,17 @@ class EndReason(_Word):
     @property
     def cut_short(self) -> bool:
         """The run did not end on its own terms: its workspace says nothing reliable about the agent."""
-        return self in (EndReason.CRASHED, EndReason.INTERRUPTED)
+        return self in (EndReason.CRASHED, EndReason.INTERRUPTED, EndReason.PROVIDER_ERROR, EndReason.BUDGET_SPENT)
+
+    @property
+    def harness_failed(self) -> bool:
+        """The harness or its LLM provider stopped the run, not the agent: left out of the paper's
+        success denominator and run again by --mlab-resume."""
+        return self in (EndReason.PROVIDER_ERROR, EndReason.BUDGET_SPENT)
 
 
-LIMIT_ENDS = frozenset({EndReason.STEP_LIMIT, EndReason.TIME_LIMIT, EndReason.TOKEN_LIMIT, EndReason.NO_FINAL_ANSWER})
+LIMIT_ENDS = frozenset({EndReason.STEP_LIMIT, EndReason.TIME_LIMIT, EndReason.TOKEN_LIMIT, EndReason.NO_FINAL_ANSWER,
+                        EndReason.INVALID_RESPONSES})
 
 
 class Failure(_Word):
@@ -54,6 +64,9 @@ class Failure(_Word):
     TIME_LIMIT = "timeout"
     TOKEN_LIMIT = "token limit"
     NO_FINAL_ANSWER = "no final answer"
+    INVALID_RESPONSES = "invalid responses"
+    PROVIDER_ERROR = "provider error"
+    BUDGET_SPENT = "budget spent"
     INVALID_SUBMISSION = "invalid submission"
     NO_BASELINE = "no baseline"
     BASELINE_MISMATCH = "baseline mismatch"

@@ -24,7 +24,7 @@ from pytest_mlab.errors import MlabError
 from pytest_mlab.grading.claims import unmeasured_claims
 from pytest_mlab.grading.grader import grade_snapshot
 from pytest_mlab.grading.verdict import judge
-from pytest_mlab.llm import LLMError, TokenLimitExceeded
+from pytest_mlab.llm import BudgetExhausted, LLMError, ProviderError, TokenLimitExceeded
 from pytest_mlab.llm.session import human_helper, open_session
 from pytest_mlab.outcomes import EndReason
 from pytest_mlab.results.budget import Ledger, over_budget
@@ -125,7 +125,10 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
             env.end(EndReason.TIME_LIMIT, str(exc))
         except TokenLimitExceeded as exc:
             env.end(EndReason.TOKEN_LIMIT, str(exc))
-        except LLMError as exc:  # the provider failed for good: a crash, explained without a traceback
+        except (ProviderError, BudgetExhausted) as exc:  # the harness's side gave out, not the agent
+            infrastructure, detail = True, f"{type(exc).__name__}: {exc}"
+            env.end(EndReason.PROVIDER_ERROR if isinstance(exc, ProviderError) else EndReason.BUDGET_SPENT, detail)
+        except LLMError as exc:  # the LLM set-up failed (key, model, script): a crash, explained without a traceback
             infrastructure, detail = True, f"LLMError: {exc}"
             env.end(EndReason.CRASHED, detail)
         except KeyboardInterrupt:

@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping
 
 from pytest_mlab.env.context import ActionContext, ReadOnlyRules
 from pytest_mlab.errors import EnvError, MlabError
-from pytest_mlab.llm.base import LLMError, TokenLimitExceeded
+from pytest_mlab.llm.base import BudgetExhausted, LLMError, ProviderError, TokenLimitExceeded
 from pytest_mlab.outcomes import EndReason
 from pytest_mlab.sandbox.base import Sandbox
 from pytest_mlab.spec.models import ActionSpec, ArgumentSpec, Limits
@@ -91,9 +91,13 @@ class Environment:
                 self.end_reason = EndReason.FINAL_ANSWER
         except EnvError as exc:
             observation, is_error = f"EnvError: {exc}", True
-        except (TokenLimitExceeded, LLMError) as exc:  # from a composite action's LLM call: ends the run
+        except (ProviderError, BudgetExhausted) as exc:  # the provider or the budget gave out: ends the run
             observation, is_error, llm_failure = f"{type(exc).__name__}: {exc}", True, exc
-            self.end_reason = EndReason.TOKEN_LIMIT if isinstance(exc, TokenLimitExceeded) else EndReason.CRASHED
+            self.end_reason = EndReason.PROVIDER_ERROR if isinstance(exc, ProviderError) else EndReason.BUDGET_SPENT
+        except TokenLimitExceeded as exc:  # a composite action's input is too long for its model: the agent goes on
+            observation, is_error = f"EnvError: too long input for the tool ({exc})", True
+        except LLMError as exc:  # a composite action's LLM call failed: an observation, as in the original
+            observation, is_error = f"LLMError: {exc}", True
         self.steps += 1
         self.trace.current_step = self.steps + 1
         if not self.done:

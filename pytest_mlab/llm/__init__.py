@@ -3,6 +3,6 @@
 litellm is imported lazily: importing this package never touches the network.
 """
 
-from pytest_mlab.llm.base import LLM, ROLES, Completion, LLMError, TokenLimitExceeded
+from pytest_mlab.llm.base import LLM, ROLES, BudgetExhausted, Completion, LLMError, ProviderError, TokenLimitExceeded
 
-__all__ = ["LLM", "ROLES", "Completion", "LLMError", "TokenLimitExceeded"]
+__all__ = ["LLM", "ROLES", "BudgetExhausted", "Completion", "LLMError", "ProviderError", "TokenLimitExceeded"]

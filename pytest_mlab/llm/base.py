@@ -37,7 +37,17 @@ class TokenLimitExceeded(MlabError):
 
 
 class LLMError(MlabError):
-    """A provider failed for good (retries exhausted, bad key, divergent replay)."""
+    """An LLM call failed (bad key, unknown model, refused request, divergent replay). Inside a
+    composite action it is an error observation and the run goes on, as in the original system."""
+
+
+class ProviderError(LLMError):
+    """The provider itself is failing (rate limits exhausted, 5xx, connection lost, time-outs), after
+    the run's attempts: the run ends as an infrastructure failure, never as the agent's."""
+
+
+class BudgetExhausted(LLMError):
+    """The session's --mlab-max-cost is spent: no further call is made, the run ends as ``budget spent``."""
 
 
 class LLM(Protocol):

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from pytest_mlab.llm import LLMError, TokenLimitExceeded
+from pytest_mlab.llm import BudgetExhausted, LLMError, ProviderError, TokenLimitExceeded
 from pytest_mlab.outcomes import EndReason
 from pytest_mlab.spec.models import ActionSpec
 from pytest_mlab.trace import read_trace
@@ -33,16 +33,32 @@ ASK = ActionSpec(name="Ask", description="asks the LLM", arguments=(), returns="
                  implementation="tests.llm.test_wiring:ask_llm", source="test", primitive=False)
 
 
-@pytest.mark.parametrize("error, reason", [(TokenLimitExceeded("prompt too long"), EndReason.TOKEN_LIMIT),
-                                           (LLMError("retries exhausted"), EndReason.CRASHED)])
-def test_llm_failure_inside_an_action_ends_the_run_with_the_step_recorded(tmp_path, error, reason):
+@pytest.mark.parametrize("error, observation", [
+    (TokenLimitExceeded("prompt too long"), "EnvError: too long input for the tool (prompt too long)"),
+    (LLMError("the model refused"), "LLMError: the model refused")])
+def test_llm_failure_inside_an_action_is_an_observation_and_the_run_goes_on(tmp_path, error, observation):
+    env = make_environment(tmp_path, actions=("List Files",))
+    env.actions["Ask"] = ASK
+    env.implementations["Ask"] = ask_llm
+    env.llm = FailingLLM(error)
+    assert env.step("Ask", {}) == observation
+    assert not env.done and env.steps == 1
+    assert env.step("List Files", {"dir_path": "."}).startswith("EnvError") is False
+    env.trace.close()
+    steps = [r for r in read_trace(tmp_path / "trace.jsonl") if r["type"] == "step"]
+    assert steps[0]["error"] and steps[0]["observation"] == observation and steps[0]["ended"] is None
+
+
+@pytest.mark.parametrize("error, reason", [(ProviderError("rate limited 5 times"), EndReason.PROVIDER_ERROR),
+                                           (BudgetExhausted("budget spent"), EndReason.BUDGET_SPENT)])
+def test_provider_or_budget_failure_inside_an_action_ends_the_run_with_the_step_recorded(tmp_path, error, reason):
     env = make_environment(tmp_path, actions=("List Files",))
     env.actions["Ask"] = ASK
     env.implementations["Ask"] = ask_llm
     env.llm = FailingLLM(error)
     with pytest.raises(type(error)):
         env.step("Ask", {})
-    assert env.end_reason == reason and env.steps == 1
+    assert env.end_reason == reason and env.steps == 1 and reason.harness_failed
     env.trace.close()
     (step,) = [r for r in read_trace(tmp_path / "trace.jsonl") if r["type"] == "step"]
     assert step["ended"] == reason and step["error"]
