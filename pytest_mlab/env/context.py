@@ -33,6 +33,7 @@ class ActionContext:
     llm: Any = None  # pytest_mlab.llm.LLM for composite actions; None when the agent has no LLM
     human: Any = None  # a callable answering Request Help when a human is present, else None
     backups: dict[str, list[bytes | None]] = field(default_factory=dict)
+    research_problem: str = ""  # the task's problem statement: Reflection and Retrieval show it to their model
 
     def writable(self, user_path: str) -> str:
         """Normalised path after checking neither the name nor what it resolves to is read-only."""

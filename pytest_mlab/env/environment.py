@@ -80,7 +80,8 @@ class Environment:
             return f"EnvError: the run has ended ({self.end_reason}); no more actions are accepted"
         started_wall, started = time.time(), time.monotonic()
         context = ActionContext(self.sandbox, self.limits, self.read_only, self.remaining_time(),
-                                backups=self._backups, llm=self.llm, human=self.human)
+                                backups=self._backups, llm=self.llm, human=self.human,
+                                research_problem=self.research_problem)
         is_error, llm_failure = False, None
         try:
             spec = self._spec(action)
