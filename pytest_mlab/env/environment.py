@@ -28,6 +28,10 @@ NOTE_NAMES = 5  # files a snapshot note names before "and N more"
 RECORD_NAMES = 100  # files a trace record of a snapshot's omissions lists
 
 
+class RefusedInput(Exception):
+    """The agent's own observation for an input it could not read (see ``Environment.step``)."""
+
+
 class Environment:
     """``implementations``: the callable of every action in ``actions``, by name, as the action
     registry resolved them; the Environment only dispatches to them."""
@@ -72,10 +76,11 @@ class Environment:
     # ------------------------------------------------------------------ stepping
 
     def step(self, action: str, arguments: dict[str, Any] | None = None, *,
-             thinking: dict[str, str] | None = None) -> str:
+             thinking: dict[str, str] | None = None, refused: str | None = None) -> str:
         """Carry out one action and return its observation. ``thinking``: the agent's reasoning
         entries for this step (e.g. Reflection, Fact Check), kept in the trace for readers and
-        for the claimed-but-unmeasured check."""
+        for the claimed-but-unmeasured check. ``refused``: the agent could not read the action's
+        input and gives this observation instead; nothing runs, but the step is recorded and counted."""
         if self.done:
             return f"EnvError: the run has ended ({self.end_reason}); no more actions are accepted"
         started_wall, started = time.time(), time.monotonic()
@@ -84,12 +89,16 @@ class Environment:
                                 research_problem=self.research_problem)
         is_error, llm_failure = False, None
         try:
+            if refused is not None:
+                raise RefusedInput(refused)
             spec = self._spec(action)
             values = self._arguments(spec, arguments)
             observation = self.implementations[spec.name](context, **values)
             if spec.ends_run:
                 self.final_answer = str(next(iter(values.values()), ""))
                 self.end_reason = EndReason.FINAL_ANSWER
+        except RefusedInput as exc:
+            observation, is_error = str(exc), True
         except EnvError as exc:
             observation, is_error = f"EnvError: {exc}", True
         except (ProviderError, BudgetExhausted) as exc:  # the provider or the budget gave out: ends the run

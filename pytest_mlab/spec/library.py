@@ -225,13 +225,15 @@ def build_action(raw: RawSpec, library: SpecLibrary) -> models.ActionSpec:
 def build_agent(raw: RawSpec, library: SpecLibrary, actions: SpecLibrary) -> models.AgentSpec:
     """Validate an agent, its actions, and its options against its class's options schema."""
     data, lines = library.resolve(raw)
-    for index, action in enumerate(data["actions"]):
-        file, line = lines.locate(("actions", index), raw.display)
-        actions.raw(action, wanted_by=(file, line, f"actions[{index}]"))
+    for key in ("actions", "accepts"):
+        for index, action in enumerate(data.get(key, ())):
+            file, line = lines.locate((key, index), raw.display)
+            actions.raw(action, wanted_by=(file, line, f"{key}[{index}]"))
     agent = models.AgentSpec(name=data["name"], implementation=data["implementation"], actions=tuple(data["actions"]),
                              source=raw.display, description=data.get("description", "").strip(),
                              llm=dict(data.get("llm", {})), expect=data.get("expect", "success"),
-                             default=data.get("default", False), options=dict(data.get("options", {})))
+                             default=data.get("default", False), options=dict(data.get("options", {})),
+                             accepts=tuple(data.get("accepts", ())))
     check_agent_options(agent, lines)
     return agent
 

@@ -176,6 +176,12 @@ class AgentSpec:
     expect: str = "success"  # "success" | "baseline"
     default: bool = False
     options: dict[str, Any] = field(default_factory=dict)
+    accepts: tuple[str, ...] = ()  # carried out when named, though not described in the prompt
+
+    @property
+    def environment_actions(self) -> tuple[str, ...]:
+        """Every action the run's Environment carries out: the offered ones, then the accepted ones."""
+        return self.actions + tuple(name for name in self.accepts if name not in self.actions)
 
     @property
     def uses_llm(self) -> bool:

@@ -35,7 +35,8 @@ class Project:
                             lambda: build_agent(self.agents.raw(name, wanted_by=wanted_by), self.agents, self.actions))
 
     def agent_actions(self, agent: models.AgentSpec) -> tuple[models.ActionSpec, ...]:
-        return tuple(self.action(name, (agent.source, None, "actions")) for name in agent.actions)
+        """The actions of the agent's Environment: those its prompt offers, then those it also accepts."""
+        return tuple(self.action(name, (agent.source, None, "actions")) for name in agent.environment_actions)
 
     def default_agents(self) -> list[str]:
         """Agents marked ``default: true``: what runs when --agent is not given.
