@@ -10,6 +10,7 @@ import difflib
 import re
 
 from pytest_mlab.actions.files import read_text, write_file
+from pytest_mlab.actions.model import require_llm
 from pytest_mlab.env.context import ActionContext
 from pytest_mlab.errors import EnvError
 
@@ -29,24 +30,23 @@ def extract_code(completion: str) -> str | None:
 def edit_script(ctx: ActionContext, script_name: str, edit_instruction: str, save_name: str) -> str:
     ctx.writable(save_name)  # fail before paying for the edit
     old = _current(ctx, script_name)
-    prompt = _edit_prompt(script_name, old, edit_instruction)
-    new = _ask_for_code(ctx, prompt, "edit script")
+    new = _ask_for_code(ctx, _prompt("a Python script", "the script", old, edit_instruction), "edit script")
     return _save(ctx, script_name, save_name, old, new)
 
 
 def edit_script_segment(ctx: ActionContext, script_name: str, start_line_number: int, end_line_number: int,
                         edit_instruction: str, save_name: str) -> str:
     ctx.writable(save_name)
-    old = read_text(ctx, script_name)
+    old = _current(ctx, script_name)
     lines = old.splitlines(keepends=True)
-    if not 1 <= start_line_number <= end_line_number <= len(lines):
-        raise EnvError(f"lines {start_line_number} to {end_line_number} are not in {script_name}, which has "
-                       f"{len(lines)} lines; choose 1 <= start_line_number <= end_line_number <= {len(lines)}")
+    if not 1 <= start_line_number <= end_line_number:
+        raise EnvError(f"line numbers must satisfy 1 <= start_line_number <= end_line_number; "
+                       f"got {start_line_number} to {end_line_number}")
+    if start_line_number > len(lines) + 1:  # an end past the last line just means "to the end"
+        raise EnvError(f"line {start_line_number} is past the end of {script_name}, which has {len(lines)} lines")
     segment = "".join(lines[start_line_number - 1:end_line_number])
-    prompt = _segment_prompt(script_name, start_line_number, end_line_number, segment, edit_instruction)
+    prompt = _prompt("a segment of a Python script", "this segment", segment, edit_instruction)
     new_segment = _ask_for_code(ctx, prompt, "edit script segment")
-    if new_segment and not new_segment.endswith("\n"):
-        new_segment += "\n"
     new = "".join(lines[:start_line_number - 1]) + new_segment + "".join(lines[end_line_number:])
     return _save(ctx, script_name, save_name, old, new)
 
@@ -61,9 +61,7 @@ def _current(ctx: ActionContext, script_name: str) -> str:
 
 
 def _ask_for_code(ctx: ActionContext, prompt: str, purpose: str) -> str:
-    if ctx.llm is None:
-        raise EnvError("this action needs an LLM, and this run has none (use an LLM-driven agent)")
-    completion = ctx.llm.complete(prompt, role="edit", purpose=purpose)
+    completion = require_llm(ctx.llm).complete(prompt, role="edit", purpose=purpose)
     code = extract_code(completion)
     if code is None:
         raise EnvError("the edit model answered without a ```python code block, so nothing was changed. "
@@ -80,33 +78,18 @@ def _save(ctx: ActionContext, script_name: str, save_name: str, old: str, new: s
     if not diff:
         return f"The edited file is saved to {save_name}, but the edit changed nothing compared with {script_name}."
     return (f"The edited file is saved to {save_name}. Here is the diff; check that the edit is correct and "
-            f"what you wanted, and undo it with Undo Edit Script if it is not:\n\n{diff}")
+            f"what you wanted:\n\n{diff}")
 
 
-def _edit_prompt(script_name: str, old: str, instruction: str) -> str:
-    shown = old if old else "(the file does not exist yet; write it from scratch)"
+def _prompt(shown: str, edited: str, code: str, instruction: str) -> str:
+    """The paper's edit request: the code, the instruction, and the whole code back with nothing
+    else changed, opening with ```python (which ``extract_code`` looks for)."""
     return f"""\
-Here is the Python script {script_name}:
+Here is {shown}:
 ```python
-{shown}
+{code}
 ```
-Change it as follows, and change nothing else:
+Edit {edited} according to this instruction:
 {instruction}
-
-Answer with the complete new script in a single ```python code block, from its first line to its
-last, with no parts left out or abbreviated.
-"""
-
-
-def _segment_prompt(script_name: str, first: int, last: int, segment: str, instruction: str) -> str:
-    return f"""\
-Here are lines {first} to {last} of the Python script {script_name}:
-```python
-{segment}
-```
-Change these lines as follows, and change nothing else:
-{instruction}
-
-Answer with the complete replacement for exactly these lines in a single ```python code block. It
-will be put back in place of lines {first} to {last}, so keep the indentation they have.
+Give the complete code after the edit, changing nothing else. Begin the code with ```python.
 """

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pytest_mlab.env.context import ActionContext
 from pytest_mlab.errors import EnvError
+from pytest_mlab.sandbox.base import ExecResult
 from pytest_mlab.sandbox.paths import normalize_relpath
 from pytest_mlab.spec.units import format_duration
+
+HEADER = "The script has been executed"
 
 
 def execute_script(ctx: ActionContext, script_name: str) -> str:
@@ -20,6 +23,14 @@ def execute_script(ctx: ActionContext, script_name: str) -> str:
         raise EnvError(f"the script was stopped after {format_duration(timeout)} (time limit); "
                        f"output before it was stopped:\n{result.stdout}{result.stderr}")
     if result.returncode != 0:
-        return (f"The script has been executed and failed with exit code {result.returncode}. "
-                f"Here is the output:\n{result.stdout}{result.stderr}")
-    return f"The script has been executed. Here is the output:\n{result.stdout}"
+        return (f"{HEADER} and failed with exit code {result.returncode}. "
+                f"Here is the output:\n{_shown_output(result)}")
+    return f"{HEADER}. Here is the output:\n{_shown_output(result)}"
+
+
+def _shown_output(result: ExecResult) -> str:
+    """One stream, as the paper's environment chose it: a failed script shows its error stream,
+    a successful one what it printed. Each falls back to the other stream when empty, so a script
+    that logs only to stderr, or one that prints its error and exits, is not shown as silent."""
+    first, other = (result.stderr, result.stdout) if result.returncode != 0 else (result.stdout, result.stderr)
+    return first if first else other

@@ -6,7 +6,9 @@ from pytest_mlab.env.context import ActionContext
 from pytest_mlab.errors import EnvError
 from pytest_mlab.sandbox.paths import normalize_relpath
 
-MAX_INSPECT_LINES = 100
+#: How far end_line_number may lie past start_line_number: 100, so up to 101 lines are shown, as in
+#: the paper's environment (its description speaks of 100 lines).
+MAX_INSPECT_SPAN = 100
 
 
 def list_files(ctx: ActionContext, dir_path: str) -> str:
@@ -77,9 +79,9 @@ def inspect_script_lines(ctx: ActionContext, script_name: str, start_line_number
     if start_line_number < 1 or end_line_number < start_line_number:
         raise EnvError(f"line numbers must satisfy 1 <= start_line_number <= end_line_number; "
                        f"got {start_line_number} to {end_line_number} ({script_name} has {total} lines)")
-    if end_line_number - start_line_number + 1 > MAX_INSPECT_LINES:
-        raise EnvError(f"at most {MAX_INSPECT_LINES} lines can be shown at once; "
-                       f"ask for {start_line_number} to {start_line_number + MAX_INSPECT_LINES - 1}")
+    if end_line_number - start_line_number > MAX_INSPECT_SPAN:
+        raise EnvError(f"the number of lines shown at once is limited to {MAX_INSPECT_SPAN}; "
+                       f"ask for {start_line_number} to {start_line_number + MAX_INSPECT_SPAN}")
     if start_line_number > total:
         raise EnvError(f"{script_name} has only {total} lines")
     shown = "\n".join(lines[start_line_number - 1:end_line_number])

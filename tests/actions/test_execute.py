@@ -20,11 +20,28 @@ def test_output_is_returned_with_the_papers_header(tmp_path):
     assert observation == "The script has been executed. Here is the output:\naccuracy 0.5\n"
 
 
-def test_a_failing_script_shows_its_error(tmp_path):
+def test_a_failing_script_shows_its_error_stream_only(tmp_path):
     observation, env = run(tmp_path, "print('before')\nraise ValueError('bad shape')")
-    assert observation.startswith("The script has been executed and failed with exit code 1.")
-    assert "before" in observation and "ValueError: bad shape" in observation
+    assert observation.startswith("The script has been executed and failed with exit code 1. Here is the output:\n"
+                                  "Traceback")
+    assert "ValueError: bad shape" in observation and "before" not in observation
     assert not env.done
+
+
+def test_a_failing_script_with_a_silent_error_stream_shows_what_it_printed(tmp_path):
+    observation, _ = run(tmp_path, "import sys\nprint('no data found')\nsys.exit(2)")
+    assert observation == ("The script has been executed and failed with exit code 2. Here is the output:\n"
+                           "no data found\n")
+
+
+def test_a_successful_script_shows_only_what_it_printed(tmp_path):
+    observation, _ = run(tmp_path, "import sys\nprint('accuracy 0.5')\nsys.stderr.write('a warning\\n')")
+    assert observation == "The script has been executed. Here is the output:\naccuracy 0.5\n"
+
+
+def test_a_successful_script_that_only_logs_to_stderr_shows_its_log(tmp_path):
+    observation, _ = run(tmp_path, "import sys\nsys.stderr.write('epoch 1: loss 0.25\\n')")
+    assert observation == "The script has been executed. Here is the output:\nepoch 1: loss 0.25\n"
 
 
 def test_missing_script_and_non_python_file(tmp_path):

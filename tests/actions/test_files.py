@@ -122,9 +122,13 @@ def test_inspect_script_lines(env):
     observation = env.step("Inspect Script Lines", {"script_name": "long.py", "start_line_number": 10,
                                                     "end_line_number": 12})
     assert observation == "Here are the lines (the file ends at line 250):\n\nline10\nline11\nline12"
+    most = env.step("Inspect Script Lines", {"script_name": "long.py", "start_line_number": 1,
+                                             "end_line_number": 101})  # 101 lines, as the paper's environment allows
+    assert most.endswith("\n\n" + "\n".join(f"line{i}" for i in range(1, 102)))
     too_many = env.step("Inspect Script Lines", {"script_name": "long.py", "start_line_number": 1,
-                                                 "end_line_number": 101})
-    assert "at most 100 lines" in too_many
+                                                 "end_line_number": 102})
+    assert too_many == ("EnvError: the number of lines shown at once is limited to 100; "
+                        "ask for 1 to 101")
     backwards = env.step("Inspect Script Lines", {"script_name": "long.py", "start_line_number": 5,
                                                   "end_line_number": 4})
     assert backwards.startswith("EnvError: line numbers must satisfy")
