@@ -27,7 +27,7 @@ from pytest_mlab.grading.verdict import judge
 from pytest_mlab.llm import BudgetExhausted, LLMError, ProviderError, TokenLimitExceeded
 from pytest_mlab.llm.session import human_helper, open_session
 from pytest_mlab.outcomes import EndReason
-from pytest_mlab.results.budget import Ledger, over_budget
+from pytest_mlab.results.budget import Budget, Ledger, over_budget
 from pytest_mlab.results.record import JudgedBy, RunIdentity, RunResult
 from pytest_mlab.results.resume import finished_result
 from pytest_mlab.sandbox import SandboxOptions, open_sandbox
@@ -45,24 +45,25 @@ def run_item(plan: RunPlan, nodeid: str, settings: Settings, *, session: str | N
              console: Any = None) -> RunResult:
     """The result of one item: a finished run of an earlier session (--mlab-resume), else a new run.
 
-    Raises :class:`BudgetSpent` when --mlab-max-cost is reached before the run starts, and
+    Raises :class:`BudgetSpent` when --mlab-max-cost is reached before the run starts (a run that
+    reaches it later ends as ``budget spent``), and
     ``KeyboardInterrupt`` after a run cut short by Ctrl-C was graded and its result written."""
     if settings.resume:
         resumed = _resumed(plan, nodeid)
         if resumed is not None:
             return resumed
-    ledger = Ledger(settings.out_dir) if settings.max_cost is not None else None
-    if ledger is not None:
+    budget = None
+    if settings.max_cost is not None:  # each paid LLM call is charged as it is made (see results/budget.py)
+        ledger = Ledger(settings.out_dir)
         stop = over_budget(ledger, settings.max_cost)
         if stop:
             raise BudgetSpent(stop)
+        budget = Budget(ledger, settings.max_cost, plan.run_id)
     try:
-        result = execute(plan, nodeid, console=console, session=session)
+        result = execute(plan, nodeid, console=console, session=session, budget=budget)
     except MlabError as exc:  # data preparation or the sandbox failed: the harness, not the agent
         result = RunResult.crashed(RunIdentity.of_plan(plan, nodeid, resolve_kind(plan.sandbox)), str(exc),
                                    judged=JudgedBy.of_plan(plan))
-    if ledger is not None:
-        ledger.add(plan.run_id, result.cost)
     if settings.score_steps and result.trace:
         result = _with_step_scores(plan, result)
     return result
@@ -90,10 +91,12 @@ def _with_step_scores(plan: RunPlan, result: RunResult) -> RunResult:
     return replace(result, best_improvement=scores["best_improvement"])
 
 
-def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | None = None) -> RunResult:
+def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | None = None,
+            budget: Budget | None = None) -> RunResult:
     """``console``: the terminal for the ``human`` LLM and Request Help (None: sys.stdin/stdout).
     ``session``: the pytest session's id, written in the trace so that its controller finds this
-    run's result on disk even when the report carrying it is lost (Ctrl-C, a dead worker)."""
+    run's result on disk even when the report carrying it is lost (Ctrl-C, a dead worker).
+    ``budget``: the session's --mlab-max-cost, charged by each paid LLM call of the run."""
     started = time.monotonic()
     data = prepare_data(plan.task, plan.variant, plan.cache_dir)
     run_dir = plan.run_dir
@@ -111,7 +114,7 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
                      "actions": [a.name for a in plan.actions], "data_files": data_files})
         _populate(sandbox, plan, data.public, data_files)
         snapshots = SnapshotStore(run_dir / "snapshots")
-        llm = open_session(plan, trace, console=console) if plan.llms else None
+        llm = open_session(plan, trace, console=console, budget=budget) if plan.llms else None
         env = Environment(sandbox=sandbox, actions=plan.actions, implementations=bound, limits=plan.limits,
                           read_only=read_only, trace=trace, snapshots=snapshots,
                           research_problem=plan.task.description, llm=llm, human=human_helper(llm))

@@ -21,7 +21,7 @@ class Completion:
     """One answered call, as the trace records it."""
 
     text: str
-    model: str
+    model: str  # the model string the role asked for
     role: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -30,6 +30,7 @@ class Completion:
     cached: bool = False  # answered from the on-disk cache, no provider call
     retries: int = 0
     note: str = ""  # what the numbers cannot say, e.g. "price unknown to litellm; cost counted as 0"
+    provider_model: str = ""  # the model the provider says answered (e.g. "gpt-4-0613"); "" when offline
 
 
 class TokenLimitExceeded(MlabError):
@@ -48,6 +49,16 @@ class ProviderError(LLMError):
 
 class BudgetExhausted(LLMError):
     """The session's --mlab-max-cost is spent: no further call is made, the run ends as ``budget spent``."""
+
+
+#: The ``failure`` of an ``llm`` trace record for each kind of failed call (other failures: ``"error"``);
+#: a replay raises the same kind again.
+FAILURES: dict[type[MlabError], str] = {TokenLimitExceeded: "token limit", ProviderError: "provider error",
+                                        BudgetExhausted: "budget spent"}
+
+
+def failure_of(exc: BaseException) -> str:
+    return next((label for kind, label in FAILURES.items() if isinstance(exc, kind)), "error")
 
 
 class LLM(Protocol):

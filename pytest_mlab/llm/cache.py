@@ -34,15 +34,15 @@ class ResponseCache:
         """The stored reply, or None (also for an unreadable entry, which is then simply replaced)."""
         try:
             data: dict[str, Any] = json.loads(self._path(self.key(request)).read_text(encoding="utf-8"))
-            return Completion(str(data["text"]), str(data.get("model") or request.model), request.role,
-                              int(data["prompt_tokens"]), int(data["completion_tokens"]), cached=True)
+            return Completion(str(data["text"]), request.model, request.role, int(data["prompt_tokens"]),
+                              int(data["completion_tokens"]), cached=True, provider_model=str(data.get("model") or ""))
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
     def put(self, request: Request, reply: Completion) -> None:
         path = self._path(self.key(request))
         path.parent.mkdir(parents=True, exist_ok=True)
-        record = {"model": reply.model or request.model, "prompt": request.prompt, "stop": list(request.stop),
+        record = {"model": reply.provider_model or reply.model, "prompt": request.prompt, "stop": list(request.stop),
                   "temperature": request.temperature, "max_tokens": request.max_tokens, "text": reply.text,
                   "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens}
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")

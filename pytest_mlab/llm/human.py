@@ -47,6 +47,7 @@ class Console:
 
 class HumanProvider:
     cacheable = False
+    billed = False
 
     def __init__(self, console: Console) -> None:
         self.console = console

@@ -1,16 +1,25 @@
-"""Real models through litellm: bounded retries with exponential backoff, a context-length guard,
-token and cost accounting. litellm is imported on the first call, never at import time."""
+"""Real models through litellm: one HTTP request per attempt, bounded retries with backoff, a
+context-length guard, token and cost accounting. litellm is imported on the first call, never at
+import time.
+
+litellm and the SDKs under it retry on their own (the openai SDK twice, silently). Every call here
+turns that off, so that each attempt the trace lists is exactly one request to the provider.
+"""
 
 from __future__ import annotations
 
 import time
 from typing import Any, Callable
 
-from pytest_mlab.llm.base import Completion, LLMError, TokenLimitExceeded
+from pytest_mlab.llm.base import Completion, LLMError, ProviderError, TokenLimitExceeded
+from pytest_mlab.llm.faults import CONTEXT, TRANSIENT, MalformedReply, kind_of, retry_after
 from pytest_mlab.llm.provider import Request
 
 BASE_DELAY = 2.0  # seconds before the second attempt; doubled each time
-MAX_DELAY = 60.0
+MAX_DELAY = 60.0  # also the most a provider's Retry-After makes us wait
+
+#: litellm.completion arguments that leave retrying to us: one call, one HTTP request.
+NO_HIDDEN_RETRIES = {"num_retries": 0, "max_retries": 0}
 
 
 def _litellm() -> Any:
@@ -20,14 +29,9 @@ def _litellm() -> Any:
     return litellm
 
 
-def _retryable(litellm: Any) -> tuple[type[BaseException], ...]:
-    """Transient failures: rate limits, server errors, timeouts, lost connections."""
-    return (litellm.RateLimitError, litellm.InternalServerError, litellm.ServiceUnavailableError,
-            litellm.Timeout, litellm.APIConnectionError)
-
-
 class LiteLLMProvider:
     cacheable = True
+    billed = True
 
     def __init__(self, *, attempts: int = 5, sleep: Callable[[float], None] = time.sleep,
                  base_delay: float = BASE_DELAY, max_delay: float = MAX_DELAY) -> None:
@@ -36,47 +40,38 @@ class LiteLLMProvider:
         self.base_delay = base_delay
         self.max_delay = max_delay
 
-    def delay(self, attempt: int) -> float:
-        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
-        return min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
+    def delay(self, attempt: int, asked: float | None = None) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (1-based): exponential backoff,
+        or the provider's Retry-After when it asks for longer, capped at ``max_delay``."""
+        return min(self.max_delay, max(self.base_delay * 2 ** (attempt - 1), asked or 0.0))
 
     def answer(self, request: Request, errors: list[dict[str, Any]]) -> Completion:
         litellm = _litellm()
         messages = [{"role": "user", "content": request.prompt}]
         self._check_context(litellm, request.model, messages)
-        kwargs: dict[str, Any] = {"model": request.model, "messages": messages}
+        kwargs: dict[str, Any] = {"model": request.model, "messages": messages, **NO_HIDDEN_RETRIES}
         if request.stop:
             kwargs["stop"] = list(request.stop)
-        if request.temperature is not None:
-            kwargs["temperature"] = request.temperature
-        if request.max_tokens is not None:
-            kwargs["max_tokens"] = request.max_tokens
-        if request.timeout is not None:
-            kwargs["timeout"] = request.timeout
-        retryable = _retryable(litellm)
+        for name in ("temperature", "max_tokens", "timeout"):
+            if getattr(request, name) is not None:
+                kwargs[name] = getattr(request, name)
         for attempt in range(1, self.attempts + 1):
             try:
-                response = litellm.completion(**kwargs)
-            except litellm.ContextWindowExceededError as exc:
+                return self._reply(litellm, request, litellm.completion(**kwargs), attempt - 1)
+            except Exception as exc:
                 errors.append(_error(attempt, exc))
-                raise TokenLimitExceeded(f"the prompt ({len(request.prompt)} characters) does not fit the "
-                                         f"context of {request.model}: {_short(exc)}") from None
-            except retryable as exc:
-                errors.append(_error(attempt, exc))
+                kind = kind_of(litellm, exc)
+                if kind == CONTEXT:
+                    raise TokenLimitExceeded(f"the prompt ({len(request.prompt)} characters) does not fit the "
+                                             f"context of {request.model}: {_short(exc)}") from None
+                if kind != TRANSIENT:
+                    raise _fatal(litellm, request.model, exc) from None
                 if attempt == self.attempts:
-                    raise LLMError(f"{request.model} failed {self.attempts} times in a row; last error: "
-                                   f"{type(exc).__name__}: {_short(exc)}") from None
-                errors[-1]["retry_in"] = self.delay(attempt)
-                self.sleep(self.delay(attempt))
-                continue
-            except litellm.AuthenticationError as exc:
-                errors.append(_error(attempt, exc))
-                raise LLMError(f"{request.model} rejected the API key: {_short(exc)}; check the key variable "
-                               f"litellm names for this provider") from None
-            except Exception as exc:  # bad request, unknown model, ...: retrying will not help
-                errors.append(_error(attempt, exc))
-                raise LLMError(f"{request.model} call failed: {type(exc).__name__}: {_short(exc)}") from None
-            return self._reply(litellm, request, response, attempt - 1)
+                    raise ProviderError(f"{request.model} failed {self.attempts} times in a row; last error: "
+                                        f"{type(exc).__name__}: {_short(exc)}") from None
+                wait = self.delay(attempt, retry_after(exc))
+                errors[-1]["retry_in"] = wait
+                self.sleep(wait)
         raise AssertionError("unreachable")
 
     def _check_context(self, litellm: Any, model: str, messages: list[dict[str, str]]) -> None:
@@ -95,8 +90,10 @@ class LiteLLMProvider:
             raise TokenLimitExceeded(f"the prompt has {used} tokens, more than the {limit} that {model} accepts")
 
     def _reply(self, litellm: Any, request: Request, response: Any, retries: int) -> Completion:
-        choice = response.choices[0]
-        text = choice.message.content or ""
+        choices = getattr(response, "choices", None)
+        if not choices:
+            raise MalformedReply("the provider's reply holds no completion (no choices)")
+        text = choices[0].message.content or ""  # an empty or null completion is the agent's to handle
         usage = getattr(response, "usage", None)
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
@@ -105,8 +102,15 @@ class LiteLLMProvider:
             cost = float(litellm.completion_cost(completion_response=response) or 0.0)
         except Exception:
             cost, note = 0.0, f"price of {request.model} unknown to litellm; cost counted as 0"
-        return Completion(text, getattr(response, "model", None) or request.model, request.role, prompt_tokens,
-                          completion_tokens, cost=cost, retries=retries, note=note)
+        return Completion(text, request.model, request.role, prompt_tokens, completion_tokens, cost=cost,
+                          retries=retries, note=note, provider_model=str(getattr(response, "model", None) or ""))
+
+
+def _fatal(litellm: Any, model: str, exc: BaseException) -> LLMError:
+    if isinstance(exc, litellm.AuthenticationError):
+        return LLMError(f"{model} rejected the API key: {_short(exc)}; check the key variable litellm names "
+                        f"for this provider")
+    return LLMError(f"{model} call failed: {type(exc).__name__}: {_short(exc)}")
 
 
 def _short(exc: BaseException, limit: int = 300) -> str:

@@ -22,15 +22,17 @@ class Request:
     prompt: str
     stop: tuple[str, ...] = ()
     purpose: str = ""
-    temperature: float | None = None
+    temperature: float | None = None  # None: the provider's own default
     max_tokens: int | None = None
-    timeout: float | None = None
+    timeout: float | None = None  # seconds per HTTP request
 
 
 class Provider(Protocol):
     #: True when identical requests may be answered from the on-disk cache (real models only:
     #: offline providers are cheap, and their answers depend on the order of calls).
     cacheable: bool
+    #: True when calls cost money: the session charges each one to the session's budget first.
+    billed: bool
 
     def answer(self, request: Request, errors: list[dict[str, Any]]) -> Completion:
         """Answer ``request``; every failed attempt is appended to ``errors`` for the trace.

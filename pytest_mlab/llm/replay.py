@@ -4,7 +4,7 @@ What "diverges" means: prompts are NOT compared, because they embed observations
 run to run without the agent doing anything different (execution times, temporary paths). The
 replayed run diverges when its n-th call comes from a different role, or for a different purpose,
 than the recorded n-th call, or when it makes more calls than the trace holds. A recorded call that
-failed (token limit, provider error) fails the same way again, so the replay ends as the original did.
+failed (token limit, provider error, budget spent) fails the same way again, so the replay ends as the original did.
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_mlab.errors import TraceError
-from pytest_mlab.llm.base import LLMError, TokenLimitExceeded
-from pytest_mlab.llm.base import Completion
+from pytest_mlab.llm.base import FAILURES, Completion, LLMError
 from pytest_mlab.llm.provider import Request, offline_completion
 
 PREFIX = "replay:"
@@ -54,6 +53,7 @@ def unavailable(target: str, task: str) -> str | None:
 
 class ReplayProvider:
     cacheable = False
+    billed = False
 
     def __init__(self, target: Path) -> None:
         self.path = trace_path(target)
@@ -75,8 +75,7 @@ class ReplayProvider:
                            f"'{request.role}' for '{request.purpose}'")
         if recorded.get("completion") is None:
             message = recorded.get("message") or "the recorded call failed"
-            if recorded.get("failure") == "token limit":
-                raise TokenLimitExceeded(f"(replayed) {message}")
-            raise LLMError(f"(replayed) {message}")
+            kind = next((kind for kind, label in FAILURES.items() if label == recorded.get("failure")), LLMError)
+            raise kind(f"(replayed) {message}")
         text = str(recorded["completion"])
         return offline_completion(request, text)

@@ -82,6 +82,7 @@ class ScriptedProvider:
     """Hands out the file's responses in order; one instance is shared by every role that names it."""
 
     cacheable = False
+    billed = False
 
     def __init__(self, path: Path) -> None:
         self.path = path

@@ -1,15 +1,32 @@
-"""The LLM of one run: routes each role to its model's provider, records every call in the trace
-and keeps the run's token and cost totals. Agents and composite actions see only ``complete``."""
+"""The LLM of one run: routes each role to its model's provider with the role's sampling, charges
+paid calls to the session's budget, records every call in the trace and keeps the run's token and
+cost totals. Agents and composite actions see only ``complete``."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
-from pytest_mlab.llm.base import ROLES, Completion, LLMError, TokenLimitExceeded
+from pytest_mlab.llm.base import ROLES, BudgetExhausted, Completion, LLMError, TokenLimitExceeded, failure_of
 from pytest_mlab.llm.cache import ResponseCache
 from pytest_mlab.llm.provider import Provider, Request
+from pytest_mlab.llm.sampling import DEFAULT_SAMPLING, Sampling, sampling_for
+
+#: Attempts per call (each one HTTP request) when the agent spec sets no ``llm_attempts``.
+DEFAULT_ATTEMPTS = 5
+
+
+class Budget(Protocol):
+    """The session's --mlab-max-cost as one run sees it (``pytest_mlab.results.budget.Budget``)."""
+
+    def reserve(self) -> Any:
+        """A reservation for one call, or None once the budget is spent."""
+        ...
+
+    def settle(self, hold: Any, cost: float) -> None: ...
+
+    def refusal(self) -> str: ...
 
 
 class LLMSession:
@@ -20,14 +37,13 @@ class LLMSession:
     """
 
     def __init__(self, models: Mapping[str, str], providers: Mapping[str, Provider], trace: Any, *,
-                 temperature: float | None = None, max_tokens: int | None = None, timeout: float | None = None,
+                 sampling: Mapping[str, Sampling] | None = None, budget: Budget | None = None,
                  cache: ResponseCache | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.models = dict(models)
         self.providers = dict(providers)
         self.trace = trace
-        self.temperature = temperature
-        self.max_tokens = max_tokens
-        self.timeout = timeout
+        self.sampling = {**DEFAULT_SAMPLING, **(sampling or {})}
+        self.budget = budget
         self.cache = cache
         self.clock = clock
         self.completions: list[Completion] = []
@@ -53,53 +69,78 @@ class LLMSession:
             raise LLMError(f"unknown LLM role {role!r}; the roles are {', '.join(ROLES)}")
         if not isinstance(prompt, str):
             raise LLMError(f"the prompt must be a string, got {type(prompt).__name__}")
-        request = Request(self.models[role], role, prompt, tuple(stop), purpose, self.temperature,
-                          self.max_tokens, self.timeout)
-        provider = self.providers[request.model]
+        sampling = self.sampling[role]
+        request = Request(self.models[role], role, prompt, tuple(stop), purpose, sampling.temperature,
+                          sampling.max_tokens, sampling.timeout)
         errors: list[dict[str, Any]] = []
         started = self.clock()
         try:
-            answer = self.cache.get(request) if self.cache is not None and provider.cacheable else None
-            if answer is None:
-                answer = provider.answer(request, errors)
-                if self.cache is not None and provider.cacheable:
-                    self.cache.put(request, answer)
+            answer = self._ask(self.providers[request.model], request, errors)
         except (LLMError, TokenLimitExceeded) as exc:
             failed = Completion("", request.model, role, retries=len(errors), latency=self.clock() - started)
-            self._record(request, failed, errors, failure=exc)
+            self._record(request, failed, errors, attempts=len(errors), failure=exc)
             raise
         # a cached answer costs nothing; its latency is the cache lookup
         completion = replace(answer, latency=round(self.clock() - started, 6), cost=0.0 if answer.cached else answer.cost)
-        self._record(request, completion, errors)
+        self._record(request, completion, errors, attempts=0 if answer.cached else len(errors) + 1)
         self.completions.append(completion)
         return completion.text
 
-    def _record(self, request: Request, completion: Completion, errors: list[dict[str, Any]],
+    def _ask(self, provider: Provider, request: Request, errors: list[dict[str, Any]]) -> Completion:
+        """The cached answer, else the provider's; a paid call is charged to the budget first."""
+        cacheable = self.cache is not None and provider.cacheable
+        answer = self.cache.get(request) if cacheable else None
+        if answer is not None:
+            return answer
+        hold = self._reserve() if self.budget is not None and provider.billed else None
+        cost = 0.0
+        try:
+            answer = provider.answer(request, errors)
+            cost = answer.cost
+        finally:
+            if hold is not None:  # also when the call failed or the run was stopped during it
+                self.budget.settle(hold, cost)
+        if cacheable:
+            self.cache.put(request, answer)
+        return answer
+
+    def _reserve(self) -> Any:
+        hold = self.budget.reserve()
+        if hold is None:
+            raise BudgetExhausted(self.budget.refusal())
+        return hold
+
+    def _record(self, request: Request, completion: Completion, errors: list[dict[str, Any]], *, attempts: int,
                 failure: Exception | None = None) -> None:
-        record = {"type": "llm", "step": self.trace.current_step, "role": request.role, "model": completion.model,
-                  "purpose": request.purpose, "prompt": request.prompt,
-                  "completion": None if failure else completion.text, "stop": list(request.stop),
-                  "prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens,
-                  "cost": completion.cost, "latency": round(completion.latency, 6), "cached": completion.cached,
+        """``attempts``: the requests made to the provider (one HTTP request each for real models;
+        0 for a cache hit or a call refused before any request)."""
+        record = {"type": "llm", "step": self.trace.current_step, "role": request.role, "model": request.model,
+                  "provider_model": completion.provider_model or None, "purpose": request.purpose,
+                  "prompt": request.prompt, "completion": None if failure else completion.text,
+                  "stop": list(request.stop), "temperature": request.temperature, "max_tokens": request.max_tokens,
+                  "timeout": request.timeout, "prompt_tokens": completion.prompt_tokens,
+                  "completion_tokens": completion.completion_tokens, "cost": completion.cost,
+                  "latency": round(completion.latency, 6), "cached": completion.cached, "attempts": attempts,
                   "retries": completion.retries, "errors": errors}
         if completion.note:
             record["note"] = completion.note
         if failure is not None:
-            record["failure"] = "token limit" if isinstance(failure, TokenLimitExceeded) else "error"
+            record["failure"] = failure_of(failure)
             record["message"] = str(failure)
         self.trace.write(record)
 
 
-def open_session(plan: Any, trace: Any, *, console: Any = None) -> LLMSession:
+def open_session(plan: Any, trace: Any, *, console: Any = None, budget: Budget | None = None) -> LLMSession:
     """The session for a run plan whose agent uses an LLM (``plan.llms`` is not empty). The agent
-    spec's LLM options were checked against its class's options schema when it was collected."""
+    spec's LLM options were checked against its class's options schema when it was collected.
+    ``budget``: the session's --mlab-max-cost, when one is set."""
     from pytest_mlab.llm.providers import make_providers, resolve_models
 
     options = plan.agent.options
     models = resolve_models(plan.llms, plan.invocation_dir)
-    providers = make_providers(models, task=plan.task.name, console=console, attempts=options.get("llm_attempts", 5))
-    return LLMSession(models, providers, trace, temperature=options.get("temperature"),
-                      max_tokens=options.get("max_tokens"), timeout=options.get("llm_timeout"),
+    providers = make_providers(models, task=plan.task.name, console=console,
+                               attempts=options.get("llm_attempts", DEFAULT_ATTEMPTS))
+    return LLMSession(models, providers, trace, sampling=sampling_for(options), budget=budget,
                       cache=ResponseCache(plan.llm_cache) if plan.llm_cache else None)
 
 

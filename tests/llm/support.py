@@ -19,15 +19,17 @@ RUN_STARTER = {"action": "Execute Script", "input": {"script_name": "train.py"}}
 SUBMIT = {"action": "Final Answer", "input": {"final_answer": "wrote the exact sum"}}
 
 
-def llm_project(root: Path, agent_llm: str = "main: gpt-4") -> Path:
-    """The toy project with agent ``tool`` (implementation tests' ``tool_agent.ToolAgent``)."""
+def llm_project(root: Path, agent_llm: str = "main: gpt-4", options: dict[str, Any] | None = None) -> Path:
+    """The toy project with agent ``tool`` (implementation tests' ``tool_agent.ToolAgent``);
+    ``options``: the agent spec's ``options:`` (sampling, llm_attempts)."""
     copy_toy_project(root)
     (root / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
     shutil.copy(HERE / "tool_agent.py", root / "tool_agent.py")
     (root / "agents" / "tool.yaml").write_text(
         "kind: Agent\nname: tool\nimplementation: tool_agent:ToolAgent\n"
         f"llm: {{{agent_llm}}}\n"
-        "actions: [Write File, Execute Script, Final Answer]\n")
+        "actions: [Write File, Execute Script, Final Answer]\n"
+        + (f"options: {json.dumps(options)}\n" if options else ""))
     return root
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mlab.llm import LLMError, TokenLimitExceeded
+from pytest_mlab.llm import BudgetExhausted, LLMError, ProviderError, TokenLimitExceeded
 from pytest_mlab.llm import keys
 from pytest_mlab.llm.human import Console, HumanProvider
 from pytest_mlab.llm.provider import Request
@@ -180,3 +180,14 @@ def test_importing_and_loading_the_plugin_does_not_import_litellm():
             "pytest_mlab.llm.providers; print('litellm' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+@pytest.mark.parametrize("failure, kind", [("provider error", ProviderError), ("budget spent", BudgetExhausted),
+                                           ("error", LLMError)])
+def test_replay_fails_a_recorded_failure_the_same_way(tmp_path, failure, kind):
+    trace = write_trace(tmp_path / "trace.jsonl", {"type": "run", "task": "toy"},
+                        {"type": "llm", "role": "main", "purpose": "step", "completion": None,
+                         "failure": failure, "message": "it failed"})
+    with pytest.raises(kind, match=r"\(replayed\) it failed") as raised:
+        ask(ReplayProvider(trace))
+    assert type(raised.value) is kind

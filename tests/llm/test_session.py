@@ -1,18 +1,19 @@
 """The session over real providers and a fake litellm boundary: retries with a fake clock, faults,
-context guard, cost, cache, and the trace records of every call."""
+context guard, cost, cache, the budget, and the trace records of every call."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from pytest_mlab.llm import LLMError, TokenLimitExceeded
+from pytest_mlab.llm import BudgetExhausted, LLMError, ProviderError, TokenLimitExceeded
 from pytest_mlab.llm.cache import ResponseCache
 from pytest_mlab.llm.litellm_provider import LiteLLMProvider
+from pytest_mlab.llm.sampling import DEFAULT_SAMPLING, Sampling, sampling_for
 from pytest_mlab.llm.scripted import ScriptedProvider
 from pytest_mlab.llm.session import LLMSession
+from pytest_mlab.results.budget import Budget, Ledger
 from pytest_mlab.trace import TraceWriter, read_trace
 
 litellm = pytest.importorskip("litellm")
@@ -31,6 +32,7 @@ FAULTS = {
     "rate limit": lambda: litellm.RateLimitError("slow down", llm_provider="openai", model=MODEL),
     "500": lambda: litellm.InternalServerError("boom", llm_provider="openai", model=MODEL),
     "503": lambda: litellm.ServiceUnavailableError("busy", llm_provider="openai", model=MODEL),
+    "502": lambda: litellm.BadGatewayError("bad gateway", llm_provider="openai", model=MODEL),
     "timeout": lambda: litellm.Timeout("took too long", model=MODEL, llm_provider="openai"),
     "connection": lambda: litellm.APIConnectionError("reset", llm_provider="openai", model=MODEL),
 }
@@ -79,28 +81,32 @@ def llm_records(trace: TraceWriter) -> list[dict]:
     return [r for r in read_trace(trace.path) if r["type"] == "llm"]
 
 
-def real_session(trace, clock, cache=None, attempts=5, **options) -> LLMSession:
+def real_session(trace, clock, cache=None, attempts=5, **sampling) -> LLMSession:
+    """``sampling``: role -> Sampling, over the defaults."""
     provider = LiteLLMProvider(attempts=attempts, sleep=clock.sleep)
     return LLMSession({"main": MODEL, "fast": MODEL, "edit": MODEL}, {MODEL: provider}, trace, clock=clock,
-                      cache=cache, **options)
+                      cache=cache, sampling=sampling)
 
 
 def test_call_passes_prompt_stop_and_options_and_records_tokens_and_cost(monkeypatch, trace, clock):
-    fake = FakeLiteLLM(response("Action: List Files", 12, 4))
+    fake = FakeLiteLLM(response("Action: List Files", 12, 4, model="gpt-4-0613"))
     monkeypatch.setattr(litellm, "completion", fake)
-    session = real_session(trace, clock, temperature=0.0, max_tokens=300)
+    session = real_session(trace, clock, fast=Sampling(0.0, 300, 20.0))
     trace.current_step = 7  # the Environment advances it; the session files its calls under it
     assert session.complete("hello", role="fast", stop=["Observation:"], purpose="summary") == "Action: List Files"
     assert fake.calls == [{"model": MODEL, "messages": [{"role": "user", "content": "hello"}],
-                           "stop": ["Observation:"], "temperature": 0.0, "max_tokens": 300}]
+                           "num_retries": 0, "max_retries": 0, "stop": ["Observation:"], "temperature": 0.0,
+                           "max_tokens": 300, "timeout": 20.0}]
     (record,) = llm_records(trace)
-    expected_cost = litellm.completion_cost(completion_response=response("x", 12, 4))
+    expected_cost = litellm.completion_cost(completion_response=response("x", 12, 4, model="gpt-4-0613"))
     assert expected_cost > 0
     assert {k: record[k] for k in ("step", "role", "model", "purpose", "prompt", "completion", "prompt_tokens",
                                    "completion_tokens", "cached", "retries", "errors")} == {
         "step": 7, "role": "fast", "model": MODEL, "purpose": "summary", "prompt": "hello",
         "completion": "Action: List Files", "prompt_tokens": 12, "completion_tokens": 4, "cached": False,
         "retries": 0, "errors": []}
+    assert (record["provider_model"], record["attempts"]) == ("gpt-4-0613", 1)
+    assert (record["temperature"], record["max_tokens"], record["timeout"]) == (0.0, 300, 20.0)
     assert record["cost"] == pytest.approx(expected_cost)
     assert (session.total_tokens, session.total_cost) == (16, pytest.approx(expected_cost))
 
@@ -121,11 +127,12 @@ def test_transient_faults_are_retried_with_exponential_backoff_and_logged(monkey
 def test_backoff_is_capped_and_attempts_are_bounded(monkeypatch, trace, clock):
     monkeypatch.setattr(litellm, "completion", FakeLiteLLM(*[FAULTS["rate limit"]() for _ in range(8)]))
     session = real_session(trace, clock, attempts=8)
-    with pytest.raises(LLMError, match=r"gpt-4 failed 8 times in a row; last error: RateLimitError"):
+    with pytest.raises(ProviderError, match=r"gpt-4 failed 8 times in a row; last error: RateLimitError"):
         session.complete("hi")
     assert clock.sleeps == [2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0]
     (record,) = llm_records(trace)
-    assert record["completion"] is None and record["failure"] == "error" and len(record["errors"]) == 8
+    assert record["completion"] is None and record["failure"] == "provider error" and len(record["errors"]) == 8
+    assert record["attempts"] == 8
     assert session.completions == []  # a failed call adds nothing to the totals
 
 
@@ -168,9 +175,9 @@ def test_cache_hit_costs_nothing_and_is_marked(monkeypatch, trace, clock, tmp_pa
     fake = FakeLiteLLM(response("first", 10, 5), response("second", 10, 5))
     monkeypatch.setattr(litellm, "completion", fake)
     cache = ResponseCache(tmp_path / "cache")
-    first = real_session(trace, clock, cache=cache, temperature=0.0)
+    first = real_session(trace, clock, cache=cache, main=Sampling(0.0, 2000, 300))
     assert first.complete("same prompt", stop=["X"]) == "first"
-    second = real_session(trace, clock, cache=cache, temperature=0.0)
+    second = real_session(trace, clock, cache=cache, main=Sampling(0.0, 2000, 60))  # timeout is not in the key
     assert second.complete("same prompt", stop=["X"]) == "first"  # from the cache
     assert len(fake.calls) == 1
     miss, hit = llm_records(trace)
@@ -178,7 +185,7 @@ def test_cache_hit_costs_nothing_and_is_marked(monkeypatch, trace, clock, tmp_pa
     assert miss["cost"] > 0 and hit["cost"] == 0 and second.total_cost == 0
     assert hit["prompt_tokens"] == 10 and hit["completion"] == "first"
     # any part of the key changing is a miss
-    assert real_session(trace, clock, cache=cache, temperature=0.5).complete("same prompt", stop=["X"]) == "second"
+    assert real_session(trace, clock, cache=cache).complete("same prompt", stop=["X"]) == "second"
     assert len(fake.calls) == 2
     files = list((tmp_path / "cache").rglob("*.json"))
     assert len(files) == 2 and not list((tmp_path / "cache").rglob(".tmp-*"))
@@ -191,7 +198,8 @@ def test_a_corrupt_cache_entry_is_a_miss(monkeypatch, trace, clock, tmp_path):
     session = real_session(trace, clock, cache=cache)
     from pytest_mlab.llm.provider import Request
 
-    path = cache._path(cache.key(Request(MODEL, "main", "p", temperature=None, max_tokens=None)))
+    main = DEFAULT_SAMPLING["main"]
+    path = cache._path(cache.key(Request(MODEL, "main", "p", temperature=main.temperature, max_tokens=main.max_tokens)))
     path.parent.mkdir(parents=True)
     path.write_text("{not json")
     assert session.complete("p") == "fresh"
@@ -212,3 +220,56 @@ def test_offline_providers_estimate_tokens_and_cost_nothing(trace, tmp_path):
     session.complete("a" * 41)
     (record,) = llm_records(trace)
     assert (record["prompt_tokens"], record["completion_tokens"], record["cost"]) == (11, 2, 0)
+
+
+# ---------------------------------------------------------------- budget
+
+def test_each_paid_call_is_charged_and_the_call_after_the_limit_is_refused(monkeypatch, trace, clock, tmp_path):
+    one = litellm.completion_cost(completion_response=response("x"))
+    fake = FakeLiteLLM(*[response("x") for _ in range(4)])
+    monkeypatch.setattr(litellm, "completion", fake)
+    ledger = Ledger(tmp_path)
+    session = LLMSession({"main": MODEL}, {MODEL: LiteLLMProvider(sleep=clock.sleep)}, trace, clock=clock,
+                         budget=Budget(ledger, 2.5 * one, "toy[run]"))
+    for _ in range(3):
+        session.complete("hi")
+    with pytest.raises(BudgetExhausted, match=r"reached --mlab-max-cost=\$.*; no further LLM call is made"):
+        session.complete("hi")
+    assert len(fake.calls) == 3
+    assert ledger.spent() == pytest.approx(3 * one) == session.total_cost
+    refused = llm_records(trace)[-1]
+    assert (refused["failure"], refused["attempts"], refused["completion"]) == ("budget spent", 0, None)
+
+
+def test_a_failed_call_releases_its_reservation_and_costs_nothing(monkeypatch, trace, clock, tmp_path):
+    bad_key = litellm.AuthenticationError("invalid api key", llm_provider="openai", model=MODEL)
+    monkeypatch.setattr(litellm, "completion", FakeLiteLLM(bad_key))
+    ledger = Ledger(tmp_path)
+    session = LLMSession({"main": MODEL}, {MODEL: LiteLLMProvider(sleep=clock.sleep)}, trace, clock=clock,
+                         budget=Budget(ledger, 1.0, "toy[run]"))
+    with pytest.raises(LLMError):
+        session.complete("hi")
+    spending = ledger.spending()
+    assert (spending.spent, spending.calls, spending.holds) == (0.0, 1, {})
+
+
+def test_free_calls_are_not_charged_even_when_the_budget_is_spent(trace, tmp_path):
+    script = tmp_path / "s.yaml"
+    script.write_text("- free\n")
+    spent = Budget(Ledger(tmp_path), 0.0, "toy[run]")
+    session = LLMSession({"main": "scripted:s"}, {"scripted:s": ScriptedProvider(script)}, trace, budget=spent)
+    assert session.complete("x") == "free"
+    assert not Ledger(tmp_path).path.exists()
+
+
+def test_records_carry_the_sampling_even_for_offline_providers(trace, tmp_path):
+    script = tmp_path / "s.yaml"
+    script.write_text("- a\n- b\n")
+    session = LLMSession({"main": "scripted:s", "edit": "scripted:s"}, {"scripted:s": ScriptedProvider(script)},
+                         trace, sampling=sampling_for({"sampling": {"edit": {"timeout": 60}}}))
+    session.complete("x")
+    session.complete("y", role="edit")
+    main, edit = llm_records(trace)
+    assert [(r["temperature"], r["max_tokens"], r["timeout"]) for r in (main, edit)] == [(0.5, 2000, 300.0),
+                                                                                          (0.5, 4000, 60)]
+    assert main["provider_model"] is None and main["attempts"] == 1

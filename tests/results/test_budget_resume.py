@@ -19,13 +19,18 @@ def _spend(out_dir: str, index: int) -> None:
         Ledger(Path(out_dir)).add(f"run-{index}", 0.25)
 
 
-def test_ledger_sums_what_several_processes_spent(tmp_path):
+def in_processes(target, out_dir, count: int) -> None:
+    """``target(out_dir, index)`` in ``count`` processes at once, as xdist workers would."""
     context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=_spend, args=(str(tmp_path), index)) for index in range(3)]
+    workers = [context.Process(target=target, args=(str(out_dir), index)) for index in range(count)]
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join()
+
+
+def test_ledger_sums_what_several_processes_spent(tmp_path):
+    in_processes(_spend, tmp_path, 3)
     assert Ledger(tmp_path).spent() == 3 * 10 * 0.25
 
 
