@@ -90,15 +90,6 @@ def understand_file(ctx: ActionContext, file_name: str, things_to_look_for: str)
                           partial(_file_merge_prompt, things_to_look_for), purpose="understand file")
 
 
-def describe_blocks(llm: Any, text: str, request: str, *, what: str, purpose: str) -> str:
-    """A general description of a long text, block by block (the LLM agents' observation summary)."""
-    require_llm(llm)
-    if not text:
-        return f"{what} is empty."
-    return read_in_blocks(llm, split_lines(text), partial(_describe_prompt, what, request),
-                          partial(_describe_merge_prompt, what, request), purpose=purpose)
-
-
 def _pieces(text: str, size: int) -> Iterator[tuple[int, str]]:
     """``(line_number, piece)``: every line with its line break, a line longer than ``size`` in pieces."""
     lines = text.split("\n")
@@ -135,30 +126,4 @@ one cohesive description of the whole file for this request (what to look for an
 {things_to_look_for}
 
 {segments}
-"""
-
-
-def _describe_prompt(what: str, request: str, block: Block) -> str:
-    return f"""\
-Below are lines {block.first_line} to {block.last_line} of {what}.
-```
-{block.text}
-```
-Describe what these lines contain about the following, citing line numbers for what you state.
-If these lines contain nothing about it, say so in one sentence; do not guess at other parts.
-What to look for: {request}
-"""
-
-
-def _describe_merge_prompt(what: str, request: str, blocks: Sequence[Block], answers: list[str]) -> str:
-    parts = "\n\n".join(f"Lines {block.first_line}-{block.last_line}:\n{answer}"
-                        for block, answer in zip(blocks, answers))
-    return f"""\
-{what} was read in parts, and each part was described separately:
-
-{parts}
-
-Merge these descriptions into one coherent description of the whole of {what}, covering:
-{request}
-Keep the line numbers and concrete details; leave out statements that a part found nothing.
 """

@@ -1,39 +1,49 @@
-"""The loop every LLM-driven agent shares: prompt, parse, retry with feedback, act, remember.
+"""The loop every LLM-driven agent shares: prompt, read the response, ask again, act, remember.
 
-Agents differ only by options in their YAML (which response entries are required, which
-instructions, how many steps stay in context); the research agent adds a research log on top.
+It follows the original MLAgentBench agents (``MLAgentBench/agents/agent.py``,
+``agent_research.py`` at 5d71205) in everything that moves results; docs/agents.md lists the
+facts. Agents differ only by options in their YAML; the research agent adds a research log.
 
 Options (``options:`` in agents/*.yaml):
 - ``entries``: the response entries, in order; must end with ``Action`` and ``Action Input``.
-- ``instructions``: ``research`` (the paper's research instructions) or ``plain``.
+- ``instructions``: ``research`` (the original research agent's), ``research-strict`` (ours, a
+  named variant) or ``none`` (the original ReAct and simple agents have none).
 - ``steps_in_context``: how many of the latest steps are shown in full (3).
-- ``max_retries``: how often a malformed response is asked again, with feedback (5).
-- ``summarize_over``: observations longer than this many characters are summarised by the fast
-  model before they enter the history (5000); the trace keeps them whole.
+- ``max_retries``: how many responses one step may take before the run ends as "invalid responses" (5).
+  A response is asked again only when its format is wrong or it names no known action.
+- ``retry_feedback``: ``original`` (a note naming the required entries is appended to the prompt
+  for each unusable response, as the original research agent does), ``detailed`` (the note also
+  says what was wrong) or ``none`` (ask again unchanged, as the original ReAct agent does).
+- ``summarize_over``: observations longer than this many characters enter the history as a fast-model
+  summary (the original research agent: 5000; 0: never); the trace keeps them whole.
+- ``sampling``, ``llm_attempts``: read by the LLM layer (pytest_mlab/llm/sampling.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from pytest_mlab.actions.understand import describe_blocks
+from pytest_mlab.actions.understand import read_in_blocks, split_chars
 from pytest_mlab.agents import prompts
 from pytest_mlab.agents.base import Agent
-from pytest_mlab.agents.parsing import (STOP, ResponseError, cut_at_stop, missing_entries, parse_action_input,
-                                        parse_entries)
+from pytest_mlab.agents.parsing import STOP, ParsedResponse, cut_at_stop, read_response
 from pytest_mlab.env.environment import Environment, usage
 from pytest_mlab.errors import SpecError
-from pytest_mlab.llm.base import LLMError
+from pytest_mlab.llm.base import BudgetExhausted, LLMError, ProviderError, TokenLimitExceeded
+from pytest_mlab.llm.sampling import SAMPLING_OPTIONS_SCHEMA
+from pytest_mlab.outcomes import EndReason
 from pytest_mlab.spec.models import AgentSpec
 from pytest_mlab.spec.plan import RunPlan
 
 DEFAULTS: dict[str, Any] = {
     "entries": ["Thought", "Action", "Action Input"],
-    "instructions": "plain",
+    "instructions": "none",
     "steps_in_context": 3,
     "max_retries": 5,
-    "summarize_over": 5000,
+    "retry_feedback": "original",
+    "summarize_over": 0,
 }
 
 _WHOLE = {"type": "integer", "minimum": 0}
@@ -42,40 +52,32 @@ LLM_AGENT_OPTIONS: dict[str, Any] = {
     "entries": {"type": "array", "items": {"enum": list(prompts.ENTRY_GUIDES)}, "minItems": 2, "uniqueItems": True},
     "instructions": {"enum": list(prompts.INSTRUCTIONS)},
     "steps_in_context": _WHOLE,
-    "max_retries": _WHOLE,
+    "max_retries": {"type": "integer", "minimum": 1},
+    "retry_feedback": {"enum": ["original", "detailed", "none"]},
     "summarize_over": _WHOLE,
-    "temperature": {"type": "number", "minimum": 0},
-    "max_tokens": {"type": "integer", "minimum": 1},
+    "sampling": SAMPLING_OPTIONS_SCHEMA,
     "llm_attempts": {"type": "integer", "minimum": 1},
-    "llm_timeout": {"type": "number", "exclusiveMinimum": 0},
 }
+
+#: Block size for summarising a long observation, in characters (the original's).
+SUMMARY_BLOCK_CHARS = 10_000
 
 
 @dataclass
 class Turn:
     """One step as the agent remembers it."""
 
-    number: int
-    response: str
-    entries: dict[str, str]
+    number: int  # 0-based, as the original numbers its research-log entries
+    shown: str  # the response as the history shows it again
     action: str
     observation: str  # possibly summarised
-
-
-@dataclass
-class Parsed:
-    """What could be read from one response; ``problem`` says what is wrong, None when usable."""
-
-    text: str
-    entries: dict[str, str]
-    action: str
-    arguments: dict[str, Any] | str
-    problem: str | None
+    input_error: bool = False  # the Action Input could not be read
 
 
 class LLMAgent(Agent):
-    #: Actions the agent uses for its own bookkeeping; not offered to the model.
-    internal_actions: tuple[str, ...] = ()
+    #: The original research agent drops steps whose input could not be read from its history once
+    #: a later step's input could; its ReAct and simple agents keep them.
+    forget_input_errors = False
 
     options_schema = {"type": "object", "additionalProperties": False, "properties": LLM_AGENT_OPTIONS}
 
@@ -96,75 +98,96 @@ class LLMAgent(Agent):
         if self.llm is None:
             raise LLMError(f"agent '{self.spec.name}' needs an LLM: run it with --llm=MODEL, or offline with "
                            f"--llm=scripted:FILE")
-        self.tools = [spec for name, spec in env.actions.items() if name not in self.internal_actions]
-        self.fixed_prompt = prompts.system_prompt(self.tools, env.research_problem, self.config["entries"],
+        self.entries = list(self.config["entries"])
+        offered = [env.actions[name] for name in self.spec.actions if name in env.actions]
+        self.fixed_prompt = prompts.system_prompt(offered, env.research_problem, self.entries,
                                                   self.config["instructions"])
         turns: list[Turn] = []
         while not env.done:
-            parsed = self.respond(self.prompt(turns))
-            thinking = {name: text for name, text in parsed.entries.items() if name not in ("Action", "Action Input")}
-            observation = env.step(parsed.action, parsed.arguments, thinking=thinking)
-            turn = Turn(len(turns) + 1, parsed.text, parsed.entries, parsed.action,
-                        self.condense(parsed.action, observation))
+            history = self.history(env, turns)
+            if env.done:  # the agent's own bookkeeping step reached a limit
+                break
+            parsed = self.respond(self.fixed_prompt + "\n" + history, env)
+            if parsed is None:
+                return
+            turn = self.act(env, parsed, number=len(turns))
             turns.append(turn)
+            if self.forget_input_errors and not turn.input_error:
+                turns = [old for old in turns if not old.input_error]
             if not env.done:
                 self.after_step(env, turn)
 
-    def prompt(self, turns: list[Turn]) -> str:
+    def history(self, env: Environment, turns: list[Turn]) -> str:
+        """The changing part of the prompt: older steps (the research agent recalls them), then the
+        last ``steps_in_context`` steps in full."""
         keep = self.config["steps_in_context"]
         recent = turns[-keep:] if keep else []
-        older = turns[:len(turns) - len(recent)]
-        blocks = [prompts.step_block(turn.number, turn.response, turn.observation) for turn in recent]
-        return self.fixed_prompt + "\n" + prompts.history_section(self.recall(older, turns), blocks)
+        started = len(turns) > len(recent)
+        summary = self.recall(env, turns) if started else None
+        blocks = [prompts.step_block(turn.shown, turn.observation) for turn in recent]
+        return prompts.history_section(summary, blocks, started)
 
-    def respond(self, prompt: str) -> Parsed:
-        """Ask until the response is usable, at most ``max_retries`` times more; the last try is
-        acted on anyway, so the Environment turns whatever is wrong into an EnvError observation."""
-        feedback = ""
-        parsed = None
-        for attempt in range(self.config["max_retries"] + 1):
+    def respond(self, prompt: str, env: Environment) -> ParsedResponse | None:
+        """Ask until a response has the format and names a known action, at most ``max_retries``
+        times; None (the run ended as "invalid responses") when none did. An unreadable Action Input
+        is not asked again: the step goes on, and the agent sees the error as its observation."""
+        problem = None
+        for attempt in range(self.config["max_retries"]):
             purpose = "agent step" if attempt == 0 else f"agent step, retry {attempt}"
-            text = cut_at_stop(self.llm.complete(prompt + feedback, role="main", stop=(STOP,), purpose=purpose))
-            parsed = self.parse(text)
-            if parsed.problem is None:
+            text = cut_at_stop(self.llm.complete(prompt, role="main", stop=(STOP,), purpose=purpose))
+            parsed = read_response(text, self.entries, env.actions)
+            if parsed.kind in ("ok", "action input"):
                 return parsed
-            feedback = prompts.format_feedback(parsed.problem, self.config["entries"])
-        assert parsed is not None
-        return parsed
+            problem = parsed.problem
+            feedback = self.config["retry_feedback"]
+            if feedback != "none":
+                prompt += prompts.format_feedback(self.entries, problem if feedback == "detailed" else None)
+        env.end(EndReason.INVALID_RESPONSES,
+                f"{self.config['max_retries']} responses in a row could not be used; the last: {problem}")
+        return None
 
-    def parse(self, text: str) -> Parsed:
-        entries = parse_entries(text, list(prompts.ENTRY_GUIDES))
-        action = entries.get("Action", "").strip().splitlines()[0].strip(" `*\"'") if entries.get("Action") else ""
-        raw_input = entries.get("Action Input", "")
-        missing = missing_entries(entries, [name for name in self.config["entries"] if name != "Action Input"])
-        if missing:
-            return Parsed(text, entries, action, raw_input, f"the entr{'y' if len(missing) == 1 else 'ies'} "
-                                                           f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing")
-        spec = next((tool for tool in self.tools if tool.name == action), None)
-        if spec is None:
-            names = ", ".join(tool.name for tool in self.tools)
-            return Parsed(text, entries, action, raw_input, f"'{action}' is not one of the tools ({names})")
-        try:
-            arguments = parse_action_input(raw_input, [arg.name for arg in spec.arguments])
-        except ResponseError as exc:
-            return Parsed(text, entries, action, raw_input, f"{exc}; use {usage(spec)}")
-        return Parsed(text, entries, action, arguments, None)
+    def act(self, env: Environment, parsed: ParsedResponse, *, number: int) -> Turn:
+        thinking = {name: text for name, text in parsed.entries.items() if name not in ("Action", "Action Input")}
+        if parsed.arguments is None:
+            refusal = prompts.input_error_observation(parsed.problem or "unreadable input", parsed.action,
+                                                      usage(env.actions[parsed.action]))
+            observation = env.step(parsed.action, None, thinking=thinking, refused=refusal)
+        else:
+            observation = env.step(parsed.action, parsed.arguments, thinking=thinking)
+        shown = prompts.printed_response(self.remembered(parsed.entries), self.entries)
+        return Turn(number, shown, parsed.action, self.condense(shown, observation),
+                    input_error=parsed.arguments is None)
 
-    def condense(self, action: str, observation: str) -> str:
-        """Long observations enter the history as a fast-model summary (the trace keeps them whole)."""
+    def remembered(self, entries: dict[str, str]) -> dict[str, str]:
+        """The entries as the history shows them again: the research plan without code fences and
+        without the ``**`` marks of what was new (as the original does)."""
+        plan = entries.get("Research Plan and Status")
+        if plan is None:
+            return entries
+        return {**entries, "Research Plan and Status": plan.strip("`").replace("**", "").strip()}
+
+    def condense(self, shown: str, observation: str) -> str:
+        """A long observation enters the history as a fast-model summary, made from 10,000-character
+        pieces and merged (the trace keeps it whole)."""
         limit = self.config["summarize_over"]
         if not limit or len(observation) <= limit:
             return observation
-        summary = describe_blocks(self.llm, observation, prompts.OBSERVATION_REQUEST,
-                                  what=f"the observation of {action}", purpose="summarise observation")
-        return f"[The observation was {len(observation)} characters long; a summary:]\n{summary}"
+        try:
+            summary = read_in_blocks(self.llm, split_chars(observation, SUMMARY_BLOCK_CHARS),
+                                     partial(prompts.summarize_observation_block, shown),
+                                     partial(prompts.merge_observation_summaries, shown),
+                                     purpose="summarise observation")
+        except (ProviderError, BudgetExhausted):
+            raise
+        except (TokenLimitExceeded, LLMError) as exc:  # the history shows the start rather than lose the step
+            return f"{observation[:limit]}\n[... {len(observation) - limit} more characters; no summary: {exc}]"
+        return summary.split(prompts.OBSERVATION_MARK, 1)[1] if prompts.OBSERVATION_MARK in summary else summary
 
     # ------------------------------------------------------------------ hooks
 
-    def recall(self, older: list[Turn], turns: list[Turn]) -> str | None:
+    def recall(self, env: Environment, turns: list[Turn]) -> str | None:
         """A summary of steps no longer shown in full; plain agents simply forget them."""
         return None
 
     def after_step(self, env: Environment, turn: Turn) -> None:
         """Bookkeeping after a step that did not end the run."""
-

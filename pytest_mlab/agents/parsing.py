@@ -1,24 +1,45 @@
-"""Reading an LLM agent's response: the named entries, then a lenient parse of the Action Input.
+"""Reading an LLM agent's response: the named entries, the action, then its Action Input.
 
-Shared by every LLM-driven agent (research, react, simple). Models rarely write perfect JSON
-for multi-line code, so the Action Input is tried as JSON first, then repaired (code fences,
-raw newlines and backslashes inside strings), then read key by key using the action's argument
-names. Anything that still fails is a :class:`ResponseError` whose message is shown to the model.
+Shared by every LLM-driven agent (research, react, simple). :func:`read_response` accepts every
+response MLAgentBench's agent accepted (each required ``Name:`` header present, in order, anywhere
+in the text; empty values allowed; the Action exactly a tool name) with the same action, unless
+that action came from a leading think-block or from inside an argument's text; and more:
+decorated or lowercase headers, markdown headings, think-blocks, decorated action names. It never
+guesses: the action must be named in the Action entry, and every argument value is read from the
+Action Input, which is tried as JSON, then as JSON the way models write it (Python literals, single
+or triple quotes, raw newlines, trailing commas, comments), then key by key using the action's
+argument names. Unlike the original's repair, none of this turns an escaped slash into a backslash.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping, Sequence
 
 from pytest_mlab.errors import MlabError
+from pytest_mlab.spec.models import ActionSpec
 
 STOP = "Observation:"
+
+#: ``ParsedResponse.kind`` values.
+OK, FORMAT, UNKNOWN_ACTION, ACTION_INPUT = "ok", "format", "unknown action", "action input"
 
 
 class ResponseError(MlabError):
     """The response cannot be used; the message tells the model what to fix."""
+
+
+@dataclass(frozen=True)
+class ParsedResponse:
+    """What could be read from one response; ``problem`` is None when it can be acted on as is."""
+
+    entries: dict[str, str]
+    action: str
+    arguments: dict[str, Any] | None
+    problem: str | None
+    kind: str
 
 
 def cut_at_stop(text: str, stop: str = STOP) -> str:
@@ -27,134 +48,521 @@ def cut_at_stop(text: str, stop: str = STOP) -> str:
     return text if index < 0 else text[:index]
 
 
-def parse_entries(text: str, names: Sequence[str]) -> dict[str, str]:
-    """``{entry: value}`` for each ``Name:`` header of ``names`` found at the start of a line.
+def read_response(text: str, required: Sequence[str], actions: Mapping[str, ActionSpec]) -> ParsedResponse:
+    """The entries, action and arguments of ``text``; ``required`` ends with Action, Action Input.
 
-    Headers may be decorated the way models like to (``**Action**:``, ``### Thought:``). Entries
-    that are missing are simply absent; :func:`missing_entries` says which required ones are.
+    Tried on the text without think-blocks, then whole; each first with the headers exactly as
+    the original agent reads them, then leniently (so an exact reading always wins).
     """
-    alternatives = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
-    header = re.compile(rf"^[ \t>#*-]*\**({alternatives})\**[ \t]*:\**[ \t]*", re.MULTILINE | re.IGNORECASE)
-    canonical = {name.lower(): name for name in names}
-    matches = list(header.finditer(text))
-    entries: dict[str, str] = {}
-    for index, match in enumerate(matches):
-        end = matches[index + 1].start() if index + 1 < len(matches) else len(text)
-        name = canonical[match.group(1).lower()]
-        entries.setdefault(name, text[match.end():end].strip())
-    return entries
+    text = text.replace("\r\n", "\n")
+    failure: ParsedResponse | None = None
+    for number, body in enumerate(_bodies(text)):
+        for lenient in (False, True):
+            reading = _reading(body, required, actions, lenient)
+            if reading.kind in (OK, ACTION_INPUT):
+                return reading
+            if number == 0 and lenient:
+                failure = reading  # the lenient reading of the answer itself says most
+    assert failure is not None
+    return failure
 
 
-def missing_entries(entries: dict[str, str], required: Iterable[str]) -> list[str]:
-    return [name for name in required if not entries.get(name, "").strip()]
+def _reading(text: str, required: Sequence[str], actions: Mapping[str, ActionSpec], lenient: bool) -> ParsedResponse:
+    headers = _headers(text, required, lenient)
+    entries = _values(text, _choose(headers, required), required)
+    missing = missing_entries(entries, required)
+    action = action_named(entries.get("Action", ""), actions)
+    if missing:
+        return ParsedResponse(entries, action, None, _missing_message(missing), FORMAT)
+    if action:
+        reading = _with_arguments(entries, actions[action])
+    else:
+        shown = _first_line(entries["Action"])[:80]
+        reading = ParsedResponse(entries, "", None, f"'{shown}' is not one of the tools", UNKNOWN_ACTION)
+    return reading if reading.kind == OK else next(_headers_inside_arguments(text, headers, entries, actions), reading)
+
+
+def _headers_inside_arguments(text: str, headers: list[_Header], entries: dict[str, str],
+                              actions: Mapping[str, ActionSpec]) -> Iterator[ParsedResponse]:
+    """Readings from other Action and Action Input headers, for when the last ones are part of an
+    argument's text (code that prompts a model, say): only those whose arguments hold that text,
+    so a draft the model set aside is never acted on."""
+    for action_header in (header for header in headers if header.name == "Action"):
+        following = [header.start for header in headers if header.start >= action_header.end]
+        named = text[action_header.end:min(following, default=len(text))].strip()
+        action = action_named(named, actions)
+        for input_header in (header for header in headers if header.name == "Action Input"):
+            if action and input_header.start >= action_header.end:
+                reading = _with_arguments({**entries, "Action": named, "Action Input": text[input_header.end:].strip()},
+                                          actions[action])
+                if reading.kind == OK and any(isinstance(value, str) and _INPUT_HEADER.search(value)
+                                              for value in reading.arguments.values()):
+                    yield reading
+
+
+# ---------------------------------------------------------------------------------- entries
+
+_DECORATION = "*_`"
+_THINK = re.compile(r"\s*(?:<(think|thinking|reasoning)>.*?</\1>|[^<]*</(?:think|thinking|reasoning)>)",
+                    re.DOTALL | re.IGNORECASE)
+_INPUT_HEADER = re.compile(r"action[ \t_-]*input[*_ \t]*:", re.IGNORECASE)
+_LINE_PREFIX = re.compile(r"[ \t>#*_`+-]*(?:\d{1,2}[.)])?[ \t*_#`]*")
+
+
+@dataclass(frozen=True)
+class _Header:
+    name: str
+    start: int  # where the header and its decoration begin: the previous value ends here
+    end: int  # where its value begins
+
+
+def parse_entries(text: str, names: Sequence[str], *, lenient: bool = True) -> dict[str, str]:
+    """``{entry: value}`` for each header of ``names`` found; values stripped, possibly empty.
+
+    Headers are ``Name:`` anywhere (decorated like ``**Name:**`` or ``### Name:``); ``lenient``
+    adds any letter case and headings alone on their line (``### Name``). As in the original,
+    the first entry is its first header and each later one the last header that still leaves
+    room for the entries after it; when they are not all there in order, an entry is its first
+    header, Action Input its last, and Action the last one before it.
+    """
+    return _values(text, _choose(_headers(text, names, lenient), names), names)
+
+
+def _values(text: str, chosen: list[_Header], names: Sequence[str]) -> dict[str, str]:
+    """Each chosen header's value runs to the next chosen header."""
+    ordered = sorted(chosen, key=lambda header: header.start)
+    entries = {}
+    for index, header in enumerate(ordered):
+        end = ordered[index + 1].start if index + 1 < len(ordered) else len(text)
+        entries[header.name] = text[header.end:end].strip()
+    return {name: entries[name] for name in names if name in entries}
+
+
+def missing_entries(entries: Mapping[str, str], required: Sequence[str]) -> list[str]:
+    """Required entries that are absent; an empty one counts only when it is the Action."""
+    return [name for name in required if name not in entries or (name == "Action" and not entries[name].strip())]
+
+
+def _bodies(text: str) -> Iterator[str]:
+    """The answer after a leading think-block (whose opening tag some providers drop) first,
+    then the text as it came."""
+    thinking = _THINK.match(text)
+    if thinking:
+        yield text[thinking.end():]
+    yield text
+
+
+def _headers(text: str, names: Sequence[str], lenient: bool) -> list[_Header]:
+    """Every header of ``names`` in ``text``, in order; ``Action: Action:`` counts once."""
+    canonical = {_name_key(name): name for name in names}
+    pattern = _header_pattern(tuple(names), lenient)
+    found: list[_Header] = []
+    for match in pattern.finditer(text):
+        group = "heading" if match.groupdict().get("heading") else "colon"
+        key = _name_key(match.group(group))
+        if key not in canonical:
+            continue
+        header = _Header(canonical[key], _decorated_start(text, match.start(group)), match.end())
+        previous = found[-1] if found else None
+        if previous and previous.name == header.name and not text[previous.end:header.start].strip(" \t\n" + _DECORATION):
+            header = _Header(header.name, previous.start, header.end)
+            found.pop()
+        found.append(header)
+    return found
+
+
+def _header_pattern(names: tuple[str, ...], lenient: bool) -> re.Pattern[str]:
+    """``Name:`` anywhere, and (lenient) ``### Name`` or ``**Name**`` as a line of its own."""
+    def spelled(name: str) -> str:
+        words = [re.escape(word) for word in name.split()]
+        return r"[ \t_-]*".join(words) if lenient else re.escape(name)
+
+    alternatives = "|".join(spelled(name) for name in sorted(names, key=len, reverse=True))
+    if not lenient:
+        return re.compile(rf"(?P<colon>{alternatives}):[*_]*[ \t]*")
+    colon = rf"(?P<colon>{alternatives})[*_ \t]*:[*_]*[ \t]*"
+    heading = (rf"^[ \t]*(?:\#{{1,6}}|\*\*|__)[ \t*_]*(?P<heading>{alternatives})[ \t*_]*:?[ \t*_]*$\n?")
+    return re.compile(f"{heading}|{colon}", re.IGNORECASE | re.MULTILINE)
+
+
+def _name_key(spelling: str) -> str:
+    return re.sub(r"[^a-z]", "", spelling.lower())
+
+
+def _decorated_start(text: str, start: int) -> int:
+    """Include the header's decoration (``**``, ``### ``, ``2. ``) so it leaves the previous value."""
+    line_start = text.rfind("\n", 0, start) + 1
+    if _LINE_PREFIX.fullmatch(text, line_start, start):
+        return line_start
+    while start > line_start and text[start - 1] in _DECORATION:
+        start -= 1
+    return start
+
+
+def _choose(headers: list[_Header], names: Sequence[str]) -> list[_Header]:
+    """One header per entry (see :func:`parse_entries`)."""
+    by_name = {name: [header for header in headers if header.name == name] for name in names}
+    chain: list[_Header] = []
+    limit = float("inf")
+    for index in range(len(names) - 1, -1, -1):
+        fitting = [header for header in by_name[names[index]] if header.end <= limit]
+        if not fitting:
+            break
+        chain.append(fitting[0] if index == 0 else fitting[-1])
+        limit = chain[-1].start
+    else:
+        return chain
+    chosen = {name: found[0] for name, found in by_name.items() if found}
+    if "Action Input" in chosen:
+        chosen["Action Input"] = by_name["Action Input"][-1]
+    if "Action" in chosen:
+        before = [header for header in by_name["Action"]
+                  if "Action Input" not in chosen or header.end <= chosen["Action Input"].start]
+        chosen["Action"] = (before or by_name["Action"])[-1]
+    return list(chosen.values())
+
+
+def _missing_message(missing: list[str]) -> str:
+    if missing == ["Action"]:
+        return "the Action entry is missing or empty"
+    if len(missing) == 1:
+        return f"the entry {missing[0]} is missing"
+    return f"the entries {', '.join(missing)} are missing"
+
+
+# ---------------------------------------------------------------------------------- action
+
+_NAME_TRIM = " \t" + _DECORATION + "\"'[]<>"
+
+
+def action_named(value: str, actions: Mapping[str, Any]) -> str:
+    """The action the Action entry names, or "" when it names none exactly.
+
+    Forgiven: decoration (backticks, quotes, asterisks, brackets), a trailing period, a repeated
+    ``Action:``, letter case and spacing. Nothing else: no partial or similar names.
+    """
+    by_key = {" ".join(name.split()).casefold(): name for name in actions}
+    for line in value.splitlines():
+        candidate = _undecorated(line)
+        if candidate:
+            if candidate in actions:
+                return candidate
+            return by_key.get(" ".join(candidate.split()).casefold(), "")
+    return ""
+
+
+def _undecorated(line: str) -> str:
+    previous = None
+    while line != previous:
+        previous = line
+        line = line.strip(_NAME_TRIM).rstrip(".,;:!").strip(_NAME_TRIM)
+        line = re.sub(r"^action[*_ \t]*:", "", line, flags=re.IGNORECASE)
+    return line
+
+
+def _first_line(value: str) -> str:
+    return next((line.strip() for line in value.splitlines() if line.strip()), "")
+
+
+# ---------------------------------------------------------------------------------- action input
+
+def _with_arguments(entries: dict[str, str], spec: ActionSpec) -> ParsedResponse:
+    """The response with its Action Input read for ``spec``, or what is wrong with it."""
+    names = [argument.name for argument in spec.arguments]
+    try:
+        value = parse_action_input(entries.get("Action Input", ""), names)
+    except ResponseError as exc:
+        return ParsedResponse(entries, spec.name, None, str(exc), ACTION_INPUT)
+    unknown = [key for key in value if key not in names]
+    if unknown:
+        listed = ", ".join(f"'{key}'" for key in unknown)
+        problem = (f"{spec.name} has no argument{'s' if len(unknown) > 1 else ''} {listed}"
+                   f" (its arguments: {', '.join(names) or 'none'})")
+        return ParsedResponse(entries, spec.name, None, problem, ACTION_INPUT)
+    types = {argument.name: argument.type for argument in spec.arguments}
+    arguments = {key: _joined(item) if types[key] == "string" else item for key, item in value.items()}
+    return ParsedResponse(entries, spec.name, arguments, None, OK)
+
+
+def _joined(value: Any) -> Any:
+    """A list of strings where one string is expected: its lines."""
+    if isinstance(value, list) and value and all(isinstance(item, str) for item in value):
+        return "\n".join(value)
+    return value
 
 
 def parse_action_input(text: str, argument_names: Sequence[str]) -> dict[str, Any]:
-    """The Action Input as a dict, as leniently as it can be read without guessing values."""
-    raw = _strip_fences(text.strip())
+    """The Action Input as a dict, as leniently as it can be read without guessing values.
+
+    Keys are not checked against ``argument_names``; those only guide the key-by-key reading.
+    """
+    raw = text.strip()
     if not raw:
         if not argument_names:
             return {}
         raise ResponseError("the Action Input is empty")
-    for candidate in (raw, _outermost_object(raw)):
-        if candidate is None:
-            continue
-        for attempt in (candidate, _escape_inside_strings(candidate)):
-            try:
-                value = json.loads(attempt)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(value, dict):
-                return value
-            raise ResponseError(f"the Action Input must be a JSON object, got {type(value).__name__}")
-    fallback = _key_by_key(raw, argument_names)
-    if fallback:
-        return fallback
+    start = raw.find("{")
     try:
-        json.loads(raw)
+        whole = json.loads(raw)
+    except json.JSONDecodeError:
+        whole = None
+    if isinstance(whole, str) and whole.lstrip().startswith("{"):
+        try:
+            whole = json.loads(whole)  # the object sent as a JSON string
+        except json.JSONDecodeError:
+            pass
+    if isinstance(whole, dict):
+        return whole
+    if start < 0:
+        got = f", got {_json_type(whole)}" if whole is not None else ""
+        raise ResponseError(f"the Action Input must be a JSON object{got}")
+    for reader in (_strict_object, _loose_object, lambda text, at: _key_by_key(text[at:], argument_names)):
+        value = reader(raw, start)
+        if value is not None:
+            return value
+    raise ResponseError(f"the Action Input is not valid JSON ({_json_error(raw[start:])})")
+
+
+def _json_error(text: str) -> str:
+    """Where strict JSON reading fails, for the model to find its mistake."""
+    try:
+        json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ResponseError(f"the Action Input is not valid JSON ({exc.msg} at line {exc.lineno} "
-                            f"column {exc.colno})") from None
-    raise ResponseError("the Action Input is not a JSON object")  # pragma: no cover - loads succeeded above
+        return f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+    return "unexpected text"  # pragma: no cover - text strict reading accepts never gets here
 
 
-def _strip_fences(text: str) -> str:
-    """```json ... ``` around the whole input (the most common deviation)."""
-    match = re.fullmatch(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)\n?[ \t]*```", text, re.DOTALL)
-    return match.group(1).strip() if match else text
+def _json_type(value: Any) -> str:
+    return {list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(type(value), "a number")
 
 
-def _outermost_object(text: str) -> str | None:
-    """From the first '{' to the last '}', dropping chatter around the object."""
-    start, end = text.find("{"), text.rfind("}")
-    return text[start:end + 1] if 0 <= start < end else None
+def _strict_object(text: str, start: int) -> dict[str, Any] | None:
+    """The first JSON object, ignoring what follows it (a closing fence, a remark)."""
+    try:
+        value, _ = json.JSONDecoder(strict=False).raw_decode(text, start)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
-def _escape_inside_strings(text: str, in_string: bool = False) -> str:
-    """Escape raw newlines, tabs and lone backslashes that appear inside JSON strings."""
+def _loose_object(text: str, start: int) -> dict[str, Any] | None:
+    try:
+        return _LooseReader(text, start).top()
+    except (_Unreadable, RecursionError):
+        return None
+
+
+_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "'": "'"}
+
+
+def _unescape(text: str) -> str:
+    """JSON's escapes (and ``\\'``) decoded; any other backslash is kept, as in ``\\d``."""
     out: list[str] = []
     index = 0
     while index < len(text):
         char = text[index]
-        if in_string:
-            if char == "\\":
-                following = text[index + 1:index + 2]
-                if following and following in '"\\/bfnrtu':
-                    out.append(text[index:index + 2])
-                    index += 2
-                    continue
-                out.append("\\\\")
-            elif char == '"':
-                in_string = False
-                out.append(char)
-            elif char == "\n":
-                out.append("\\n")
-            elif char == "\t":
-                out.append("\\t")
-            elif char == "\r":
-                out.append("\\r")
-            else:
-                out.append(char)
+        if char == "\\" and index + 1 < len(text):
+            escape, width = _escape_at(text, index)
+            out.append(escape)
+            index += width
         else:
-            if char == '"':
-                in_string = True
             out.append(char)
-        index += 1
+            index += 1
     return "".join(out)
 
 
-def _key_by_key(text: str, argument_names: Sequence[str]) -> dict[str, Any]:
+def _escape_at(text: str, index: int) -> tuple[str, int]:
+    """The character a backslash at ``index`` stands for, and how many characters it takes."""
+    following = text[index + 1]
+    if following in _ESCAPES:
+        return _ESCAPES[following], 2
+    digits = text[index + 2:index + 6]
+    if following == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", digits):
+        return chr(int(digits, 16)), 6
+    return "\\" + following, 2
+
+
+class _Unreadable(Exception):
+    pass
+
+
+class _LooseReader:
+    """One object as models write it: JSON, Python literals, single or triple quotes, bare keys,
+    raw newlines, trailing commas and comments. A quote closes a string only where the object
+    can go on after it, so unescaped quotes inside code survive."""
+
+    _NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+    _WORD = re.compile(r"[A-Za-z_][\w-]*")
+    _LITERALS = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
+    _AFTER_KEY = re.compile(r"[ \t]*:")
+    _AFTER_VALUE = re.compile(r"\s*(?:[,}\]#]|//|\Z)|[ \t]*\n\s*[\"']")
+
+    def __init__(self, text: str, start: int) -> None:
+        self.text = text
+        self.pos = start
+        self.depth = 0
+
+    def top(self) -> dict[str, Any]:
+        return self._object()
+
+    def _object(self) -> dict[str, Any]:
+        self.pos += 1
+        self.depth += 1
+        result: dict[str, Any] = {}
+        while True:
+            self._skip()
+            if self._at_end():
+                if self.depth == 1 and result:
+                    return result  # only the final brace is missing
+                raise _Unreadable
+            if self.text[self.pos] == "}":
+                self.pos += 1
+                self.depth -= 1
+                return result
+            key = self._key()
+            self._skip()
+            self._expect(":")
+            result[key] = self._value()
+            self._separator("}")
+
+    def _array(self) -> list[Any]:
+        self.pos += 1
+        items: list[Any] = []
+        while True:
+            self._skip()
+            if self._at_end():
+                raise _Unreadable
+            if self.text[self.pos] == "]":
+                self.pos += 1
+                return items
+            items.append(self._value())
+            self._separator("]")
+
+    def _separator(self, closing: str) -> None:
+        self._skip()
+        if not self._at_end() and self.text[self.pos] == ",":
+            self.pos += 1
+        elif not self._at_end() and self.text[self.pos] not in closing + "\"'":
+            raise _Unreadable
+
+    def _key(self) -> str:
+        char = self.text[self.pos]
+        if char in "\"'":
+            return self._string(key=True)
+        word = self._WORD.match(self.text, self.pos)
+        if not word:
+            raise _Unreadable
+        self.pos = word.end()
+        return word.group()
+
+    def _value(self) -> Any:
+        self._skip()
+        if self._at_end():
+            raise _Unreadable
+        char = self.text[self.pos]
+        if char == "{":
+            if self.depth > 20:
+                raise _Unreadable
+            return self._object()
+        if char == "[":
+            return self._array()
+        if char in "\"'":
+            return self._string(key=False)
+        for pattern in (self._NUMBER, self._WORD):
+            match = pattern.match(self.text, self.pos)
+            if match and self._ends_value(match.end()):
+                self.pos = match.end()
+                token = match.group()
+                if pattern is self._NUMBER:
+                    return int(token) if re.fullmatch(r"-?\d+", token) else float(token)
+                if token in self._LITERALS:
+                    return self._LITERALS[token]
+        raise _Unreadable
+
+    def _string(self, key: bool) -> str:
+        quote = self.text[self.pos]
+        delimiter = quote * 3 if self.text.startswith(quote * 3, self.pos) else quote
+        index = self.pos + len(delimiter)
+        out: list[str] = []
+        while index < len(self.text):
+            if self.text[index] == "\\" and index + 1 < len(self.text):
+                escape, width = _escape_at(self.text, index)
+                out.append(escape)
+                index += width
+                continue
+            if self.text.startswith(delimiter, index):
+                after = index + len(delimiter)
+                if self._ends_key(after) if key else self._ends_value(after):
+                    self.pos = after
+                    return "".join(out)
+            out.append(self.text[index])
+            index += 1
+        raise _Unreadable
+
+    def _ends_key(self, index: int) -> bool:
+        return self._AFTER_KEY.match(self.text, index) is not None
+
+    def _ends_value(self, index: int) -> bool:
+        """After a value: a separator, a closing bracket, the end, a comment, or (a comma
+        forgotten at the end of a line) the next key's quote on a new line."""
+        return self._AFTER_VALUE.match(self.text, index) is not None
+
+    def _skip(self) -> None:
+        """Whitespace and comments."""
+        while not self._at_end():
+            char = self.text[self.pos]
+            if char.isspace():
+                self.pos += 1
+            elif char == "#" or self.text.startswith("//", self.pos):
+                newline = self.text.find("\n", self.pos)
+                self.pos = len(self.text) if newline < 0 else newline + 1
+            else:
+                return
+
+    def _expect(self, char: str) -> None:
+        if self._at_end() or self.text[self.pos] != char:
+            raise _Unreadable
+        self.pos += 1
+
+    def _at_end(self) -> bool:
+        return self.pos >= len(self.text)
+
+
+def _key_by_key(text: str, argument_names: Sequence[str]) -> dict[str, Any] | None:
     """Read ``"name": value`` for the action's own argument names, in the order they appear.
 
-    A value runs to the next known key (or the closing brace), so unescaped quotes inside code
-    survive. Numbers stay strings; the Environment converts them to the declared types.
+    A value runs to the next key (or the closing brace), so unescaped quotes inside code
+    survive. A quoted key that is no argument is kept, so that it is reported, not swallowed.
+    Unquoted values stay strings; the Environment converts them to the declared types.
     """
-    positions = []
-    for name in argument_names:
-        match = re.search(rf'["\']?{re.escape(name)}["\']?\s*:', text)
-        if match:
-            positions.append((match.start(), match.end(), name))
-    positions.sort()
+    body = text[1:] if text.startswith("{") else text
+    closing = body.rfind("}")
+    body = body[:closing] if closing >= 0 else body
+    names = "|".join(re.escape(name) for name in sorted(argument_names, key=len, reverse=True)) or r"(?!)"
+    key = re.compile(rf"(?:^|(?<=[,\n]))[ \t\n]*(?:(?P<q>[\"']?)(?P<known>{names})(?P=q)|\"(?P<other>\w+)\")[ \t]*:")
+    keys: list[tuple[int, int, str]] = []
+    seen: set[str] = set()
+    for match in key.finditer(body):
+        name = match.group("known") or match.group("other")
+        if name not in seen:
+            seen.add(name)
+            keys.append((match.start(), match.end(), name))
+    if not any(name in argument_names for _, _, name in keys):
+        return None
     values: dict[str, Any] = {}
-    for index, (_, value_start, name) in enumerate(positions):
-        value_end = positions[index + 1][0] if index + 1 < len(positions) else len(text)
-        value = text[value_start:value_end].strip()
-        if index + 1 == len(positions):
-            value = re.sub(r"\}\s*$", "", value).rstrip()
-        value = value.rstrip(",").strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-            value = _unquote(value[1:-1])
+    for index, (_, value_start, name) in enumerate(keys):
+        value_end = keys[index + 1][0] if index + 1 < len(keys) else len(body)
+        value = _unquoted(body[value_start:value_end].strip().rstrip(",").strip())
+        if value is None:
+            return None
         values[name] = value
     return values
 
 
-def _unquote(body: str) -> str:
-    """Honour the escapes a model did write (``\\n``, ``\\"``); keep the text as is otherwise."""
-    for attempt in (body, _escape_inside_strings(body, in_string=True)):
-        try:
-            value = json.loads(f'"{attempt}"')
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, str):
-            return value
-    return body
+def _unquoted(value: str) -> str | None:
+    """The text inside the quotes; None when a quote opens but does not close the value, since
+    what follows it is then not known to be part of it."""
+    for quote in ('"""', "'''", '"', "'"):
+        if len(value) >= 2 * len(quote) and value.startswith(quote) and value.endswith(quote):
+            return _unescape(value[len(quote):-len(quote)])
+    return None if value[:1] in "\"'" else value

@@ -205,7 +205,7 @@ def _coerce(spec: ActionSpec, arg: ArgumentSpec, value: Any) -> Any:
     """Accept what LLMs typically send: numbers as strings, integers as floats like 5.0."""
     try:
         if arg.type == "string":
-            if isinstance(value, (dict, list)):
+            if value is None or isinstance(value, (dict, list)):  # null is no text, not the text "None"
                 raise ValueError
             return value if isinstance(value, str) else str(value)
         if arg.type == "integer":

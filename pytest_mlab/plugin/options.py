@@ -32,7 +32,7 @@ OPTIONS = (
     ("--mlab-max-drop", "mlab_max_drop", "regression gate: tolerated drop in success rate, 0..1 (default: 0.10)", "0.10"),
     ("--mlab-save-gate", "mlab_save_gate", "write this session's success counts as a gate file for --mlab-compare", None),
     ("--mlab-resume", "mlab_resume", "reuse runs that finished in --mlab-out instead of running them again", None),
-    ("--mlab-max-cost", "mlab_max_cost", "stop starting runs once this session's LLM cost reaches this many USD", None),
+    ("--mlab-max-cost", "mlab_max_cost", "this session's LLM budget in USD, charged per call: once spent, no run starts and no call is made", None),
     ("--mlab-score-steps", "mlab_score_steps", "grade every step's snapshot: best-step improvement and a score curve", None),
 )
 FLAGS = ("--mlab-resume", "--mlab-score-steps")  # on/off options; their ini settings take true/false

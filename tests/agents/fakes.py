@@ -22,7 +22,8 @@ class Call:
 
 @dataclass
 class FakeLLM:
-    """``responses``: plain strings answer the main role; ``(role, text)`` pairs any role."""
+    """``responses``: plain strings answer the main role; ``(role, text)`` pairs any role; an
+    exception in place of a text is raised by that call."""
 
     responses: list[Any]
     calls: list[Call] = field(default_factory=list)
@@ -33,6 +34,8 @@ class FakeLLM:
             raise LLMError(f"FakeLLM ran out of responses at call {len(self.calls)} ({role}, {purpose})")
         expected, text = ("main", self.responses.pop(0)) if isinstance(self.responses[0], str) else self.responses.pop(0)
         assert role == expected, f"call {len(self.calls)} ({purpose}) asked the {role} model, expected {expected}"
+        if isinstance(text, Exception):
+            raise text
         return text
 
     def roles(self) -> list[str]:
@@ -55,7 +58,8 @@ def agent_plan(name: str, **options: Any) -> SimpleNamespace:
 
 
 def agent_actions(name: str) -> tuple[str, ...]:
-    return repo_project().agent(name).actions
+    """The actions of the agent's Environment: offered in its prompt, then accepted."""
+    return repo_project().agent(name).environment_actions
 
 
 def response(action: str, action_input: str, *, thought: str = "next step", full: bool = True) -> str:

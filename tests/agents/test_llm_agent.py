@@ -7,8 +7,8 @@ import pytest
 from pytest_mlab.agents.llm_agent import LLMAgent
 from pytest_mlab.errors import SpecError
 from pytest_mlab.llm.base import LLMError
-from pytest_mlab.trace import read_trace
 from pytest_mlab.spec.project import Project
+from pytest_mlab.trace import read_trace
 from tests.agents.fakes import FakeLLM, agent_actions, agent_plan, environment, response
 from tests.helpers import ACTIONS_DIR, AGENTS_DIR
 
@@ -24,19 +24,27 @@ def run(tmp_path, agent, responses, **options):
     return env, llm, [r for r in read_trace(tmp_path / "trace.jsonl") if r["type"] == "step"]
 
 
-def test_prompt_has_tools_problem_format_and_stop_sequence(tmp_path):
+def test_prompt_has_tools_problem_format_and_stop_sequence_and_no_instructions(tmp_path):
     env, llm, steps = run(tmp_path, "react", [LIST, FINAL])
     prompt = llm.calls[0].prompt
-    assert "- Execute Script: Run a Python script" in prompt
+    assert "- Execute Script: " in prompt
     assert 'Action: Edit Script (AI)\n  Action Input: {\n      "script_name": "[string:' in prompt
-    assert "Observation: The unified diff" in prompt
-    assert "test problem" in prompt
-    assert "Thought: what you will do now" in prompt and "Research Plan and Status" not in prompt
+    assert "Research problem: test problem" in prompt
+    assert "Thought: what you are doing now" in prompt and "Research Plan and Status" not in prompt
+    assert "instructions" not in prompt and "know nothing" not in prompt  # the original ReAct agent has none
+    assert "- Read File:" not in prompt and "- Python REPL:" not in prompt  # accepted, not offered
     assert llm.calls[0].stop == ("Observation:",)
     assert [s["action"] for s in steps] == ["List Files", "Final Answer"]
     assert env.end_reason == "final answer"
-    assert "Step 1:\nThought: next step\nAction: List Files" in llm.calls[1].prompt
+    assert "Thought: next step\nAction: List Files" in llm.calls[1].prompt
     assert "train.py" in llm.calls[1].prompt  # the observation of step 1
+
+
+def test_an_action_accepted_but_not_offered_is_carried_out(tmp_path):
+    read = response("Read File", '{"file_name": "train.py"}', full=False)
+    _, llm, steps = run(tmp_path, "react", [read, FINAL])
+    assert len(llm.calls) == 2 and steps[0]["action"] == "Read File" and not steps[0]["error"]
+    assert "accuracy 0.5" in steps[0]["observation"]
 
 
 def test_only_the_last_steps_are_in_context(tmp_path):
@@ -57,51 +65,71 @@ def test_simple_agent_needs_only_action_and_input(tmp_path):
     bare = 'Action: List Files\nAction Input: {"dir_path": "."}'
     _, llm, steps = run(tmp_path, "simple", [bare, 'Action: Final Answer\nAction Input: {"final_answer": "x"}'])
     assert len(llm.calls) == 2 and [s["action"] for s in steps] == ["List Files", "Final Answer"]
-    assert "Thought:" not in llm.calls[0].prompt.split("Respond in exactly this format")[1]
+    assert "Thought:" not in llm.calls[0].prompt.split("exactly this format")[1]
 
 
-@pytest.mark.parametrize("bad, feedback", [
-    ('Action: List Files\nAction Input: {"dir_path": "."}', "the entry Thought is missing"),
-    ("Thought: hmm\nAction: List Files\nAction Input: {dir_path = .", "the Action Input is not valid JSON"),
-    ('Thought: hmm\nAction: Delete Everything\nAction Input: {}', "'Delete Everything' is not one of the tools"),
+@pytest.mark.parametrize("bad", [
+    'Action: List Files\nAction Input: {"dir_path": "."}',  # no Thought entry
+    'Thought: hmm\nAction: Delete Everything\nAction Input: {}',  # no such action
+    "I am thinking.",
 ])
-def test_malformed_response_gets_feedback_and_is_asked_again(tmp_path, bad, feedback):
+def test_an_unusable_response_is_asked_again_unchanged_by_the_react_agent(tmp_path, bad):
     _, llm, steps = run(tmp_path, "react", [bad, LIST, FINAL])
-    assert feedback in llm.calls[1].prompt and "Respond again, with all of these entries" in llm.calls[1].prompt
+    assert llm.calls[1].prompt == llm.calls[0].prompt  # the original ReAct agent adds no note
     assert llm.calls[1].purpose == "agent step, retry 1"
     assert [s["action"] for s in steps] == ["List Files", "Final Answer"]  # the bad response took no step
 
 
-def test_code_fenced_input_is_accepted_without_a_retry(tmp_path):
-    fenced = 'Thought: hmm\nAction: List Files\nAction Input: ```json\n{"dir_path": "."}\n```\n'
-    _, llm, steps = run(tmp_path, "react", [fenced, FINAL])
-    assert len(llm.calls) == 2 and steps[0]["arguments"] == {"dir_path": "."}
-
-
-def test_retries_exhausted_become_an_env_error_observation_not_a_crash(tmp_path):
-    broken = "Thought: hmm\nAction: List Files\nAction Input: {dir_path = ."
-    env, llm, steps = run(tmp_path, "react", [broken] * 3 + [FINAL], max_retries=2)
-    assert len(llm.calls) == 4
+def test_an_unreadable_action_input_is_an_observation_not_a_retry(tmp_path):
+    broken = "Thought: hmm\nAction: List Files\nAction Input: dir_path = ."
+    env, llm, steps = run(tmp_path, "react", [broken, FINAL])
+    assert len(llm.calls) == 2
     assert steps[0]["action"] == "List Files" and steps[0]["error"] is True
-    assert steps[0]["observation"].startswith("EnvError: the input of List Files must be a JSON object")
-    assert "EnvError: the input of List Files" in llm.calls[3].prompt  # the agent sees it too
+    assert steps[0]["observation"].startswith("ActionInputParsingError: ")
+    assert '{"dir_path": "[' in steps[0]["observation"]  # the usage to follow
+    assert "ActionInputParsingError" in llm.calls[1].prompt  # the agent sees it too
     assert env.end_reason == "final answer"
 
 
-def test_missing_action_after_retries_is_an_invalid_action_step(tmp_path):
-    _, _, steps = run(tmp_path, "react", ["I am thinking."] * 2 + [FINAL], max_retries=1)
-    assert steps[0]["observation"].startswith("EnvError: invalid action ''")
+def test_max_retries_unusable_responses_in_a_row_end_the_run_as_invalid_responses(tmp_path):
+    env, llm, steps = run(tmp_path, "react", ["I am thinking."] * 5)
+    assert len(llm.calls) == 5 and steps == []
+    assert env.end_reason == "invalid responses"
+    ended = [r for r in read_trace(tmp_path / "trace.jsonl") if r["type"] == "ended"]
+    assert "5 responses in a row could not be used" in ended[0]["detail"]
 
 
-def test_long_observations_are_summarised_by_the_fast_model(tmp_path):
+def test_long_observations_are_summarised_in_pieces_by_the_fast_model(tmp_path):
     big = response("Execute Script", '{"script_name": "big.py"}', full=False)
-    llm = FakeLLM([big, ("fast", "it printed 9000 x"), FINAL])
-    env = environment(tmp_path, agent_actions("react"), llm, files={"big.py": "print('x' * 9000)\n"})
+    llm = FakeLLM([big, ("fast", "part one"), ("fast", "part two"), ("fast", "noise [Observation]: it printed 12000 x"),
+                   FINAL])
+    env = environment(tmp_path, agent_actions("react"), llm, files={"big.py": "print('x' * 12000)\n"})
     LLMAgent(agent_plan("react", summarize_over=5000), env.llm).run(env)
-    assert llm.roles() == ["main", "fast", "main"] and llm.calls[1].purpose.startswith("summarise observation")
-    assert "it printed 9000 x" in llm.calls[2].prompt and "x" * 9000 not in llm.calls[2].prompt
+    assert llm.roles() == ["main", "fast", "fast", "fast", "main"]
+    assert all(c.purpose.startswith("summarise observation") for c in llm.calls[1:4])
+    assert "from character 1 to character 10000" in llm.calls[1].prompt
+    assert "part one" in llm.calls[3].prompt and "part two" in llm.calls[3].prompt
+    assert "it printed 12000 x" in llm.calls[4].prompt and "noise" not in llm.calls[4].prompt
+    assert "x" * 12000 not in llm.calls[4].prompt
     step = [r for r in read_trace(tmp_path / "trace.jsonl") if r["type"] == "step"][0]
-    assert "x" * 9000 in step["observation"]  # the trace keeps it whole
+    assert "x" * 12000 in step["observation"]  # the trace keeps it whole
+
+
+def test_a_failed_observation_summary_shows_the_start_and_the_run_goes_on(tmp_path):
+    big = response("Execute Script", '{"script_name": "big.py"}', full=False)
+    llm = FakeLLM([big, ("fast", LLMError("the model refused")), FINAL])
+    env = environment(tmp_path, agent_actions("react"), llm, files={"big.py": "print('x' * 6000)\n"})
+    LLMAgent(agent_plan("react", summarize_over=5000), env.llm).run(env)
+    assert env.end_reason == "final answer"
+    assert "no summary: the model refused" in llm.calls[-1].prompt
+
+
+def test_the_react_agent_shows_observations_whole_by_default(tmp_path):
+    big = response("Execute Script", '{"script_name": "big.py"}', full=False)
+    llm = FakeLLM([big, FINAL])
+    env = environment(tmp_path, agent_actions("react"), llm, files={"big.py": "print('x' * 9000)\n"})
+    LLMAgent(agent_plan("react"), env.llm).run(env)
+    assert "x" * 9000 in llm.calls[1].prompt
 
 
 def test_the_run_ends_at_the_step_limit_without_final_answer(tmp_path):
@@ -122,11 +150,14 @@ def test_an_agent_without_an_llm_says_how_to_give_it_one(tmp_path):
 @pytest.mark.parametrize("options, where, message", [
     ('entries: [Thought, Action]', "options.entries", "must end with Action, Action Input"),
     ('entries: [Mood, Action, Action Input]', "options.entries[0]", "'Mood' is not one of"),
-    ("max_retries: -1", "options.max_retries", "-1 is less than the minimum of 0"),
+    ("max_retries: 0", "options.max_retries", "0 is less than the minimum of 1"),
     ('steps_in_context: "3"', "options.steps_in_context", "'3' is not of type 'integer'"),
-    ("instructions: creative", "options.instructions", "'creative' is not one of ['research', 'plain']"),
-    ("temperature: hot", "options.temperature", "'hot' is not of type 'number'"),
-    ("llm_timeout: 0", "options.llm_timeout", "0 is less than or equal to the minimum of 0"),
+    ("instructions: creative", "options.instructions", "'creative' is not one of ['research', 'research-strict', 'none']"),
+    ("retry_feedback: loud", "options.retry_feedback", "'loud' is not one of ['original', 'detailed', 'none']"),
+    ("sampling: {main: {temperature: hot}}", "options.sampling.main.temperature", "'hot' is not of type 'number'"),
+    ("sampling: {main: {timeout: 0}}", "options.sampling.main.timeout", "0 is less than or equal to the minimum of 0"),
+    ("sampling: {judge: {}}", "options.sampling.judge", "unknown key 'judge'; allowed keys: edit, fast, main"),
+    ("temperature: 0.5", "options.temperature", "unknown key 'temperature'"),
 ])
 def test_bad_options_are_spec_errors_at_the_options_line(tmp_path, options, where, message):
     agents = tmp_path / "agents"

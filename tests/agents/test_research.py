@@ -1,68 +1,149 @@
-"""The research agent: full response format, research log after each step, retrieval of older steps."""
+"""The research agent as the original runs it: full format and instructions, research log after
+each step, retrieval as a step of its own, re-asks with accumulating notes, tool errors survived."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
+
 from pytest_mlab.agents.research import ResearchAgent
+from pytest_mlab.errors import SpecError
+from pytest_mlab.llm.base import LLMError, ProviderError, TokenLimitExceeded
+from pytest_mlab.spec.models import Limits
 from pytest_mlab.trace import read_trace
 from tests.agents.fakes import FakeLLM, agent_actions, agent_plan, environment, response
 
 FILES = {"train.py": "print('accuracy 0.5')\n"}
+FINAL = response("Final Answer", '{"final_answer": "done"}')
 
 
 def look(n: int) -> str:
     return response("List Files", '{"dir_path": "."}', thought=f"look {n}")
 
 
-FINAL = response("Final Answer", '{"final_answer": "done"}')
+def entry(n: int) -> tuple[str, str]:
+    return ("fast", f"[Reasoning]: look {n}\n[Action]: listed\n[Observation]: train.py")
 
 
-def steps(tmp_path):
-    return [r for r in read_trace(tmp_path / "trace.jsonl") if r["type"] == "step"]
-
-
-def test_log_after_each_step_and_retrieval_once_steps_leave_the_context(tmp_path):
-    script = [look(1), ("fast", "[Action] listed 1"), look(2), ("fast", "[Action] listed 2"),
-              look(3), ("fast", "[Action] listed 3"), look(4), ("fast", "[Action] listed 4"),
-              ("fast", "RETRIEVED: step 1 listed files"), FINAL]
+def run(tmp_path, script, agent="research", files=FILES, **kwargs):
     llm = FakeLLM(list(script))
-    env = environment(tmp_path, agent_actions("research"), llm, files=FILES)
-    ResearchAgent(agent_plan("research"), env.llm).run(env)
+    env = environment(tmp_path, agent_actions(agent), llm, files=files, **kwargs)
+    ResearchAgent(agent_plan(agent), env.llm).run(env)
+    return env, llm, [r for r in read_trace(tmp_path / "trace.jsonl") if r["type"] == "step"]
+
+
+def test_prompt_carries_the_original_instructions_and_format(tmp_path):
+    _, llm, _ = run(tmp_path, [FINAL])
+    prompt = llm.calls[0].prompt
+    fmt = prompt.split("exactly this format")[1]
+    for name in ("Reflection:", "Research Plan and Status:", "Fact Check:", "Thought:", "Action:", "Action Input:"):
+        assert name in fmt
+    for fact in ("know nothing about this problem", "high-level plan", "baseline performance",
+                 "as directly as you can", "supporting experimental results", "install any new packages",
+                 "submit only once", "double asterisks", "repeat the previous Research Plan and Status",
+                 "previous high-level plan in full", "guessed or directly confirmed"):
+        assert fact in prompt, fact
+    assert "Change one thing at a time" not in prompt  # research-strict's, not the original's
+    assert "- Reflection:" in prompt and "- Append Summary to Research Log" not in prompt
+    assert "- Retrieval from Research Log" not in prompt
+
+
+def test_log_after_each_step_and_retrieval_as_a_step_once_steps_leave_the_context(tmp_path):
+    script = [look(0), entry(0), look(1), entry(1), look(2), entry(2), look(3), entry(3),
+              ("fast", "RETRIEVED: the workspace holds train.py"), FINAL]
+    env, llm, steps = run(tmp_path, script)
     assert llm.roles() == ["main", "fast"] * 4 + ["fast", "main"]
-    first = llm.calls[0].prompt
-    for entry in ("Reflection:", "Research Plan and Status:", "Fact Check:", "Thought:", "Action:", "Action Input:"):
-        assert entry in first.split("Respond in exactly this format")[1]
-    assert "Measure the baseline" in first
-    assert "Append Summary to Research Log" not in first  # bookkeeping, not a tool for the model
-    assert "- Reflection:" in first
-    assert [s["action"] for s in steps(tmp_path)] == ["List Files", "Append Summary to Research Log"] * 4 + ["Final Answer"]
+    assert [s["action"] for s in steps] == (["List Files", "Append Summary to Research Log"] * 4
+                                            + ["Retrieval from Research Log", "Final Answer"])
+    assert steps[8]["arguments"] == {"current_plan": ""}  # the original retrieves with an empty plan
+    assert env.steps == 10  # both bookkeeping actions count against the step limit
     log = (tmp_path / "ws/research_log.log").read_text()
-    assert log.startswith("Step 1:\n[Action] listed 1\n") and "Step 4:\n[Action] listed 4" in log
+    assert "Step 0:\n[Reasoning]: look 0" in log and "Step 3:\n[Reasoning]: look 3" in log
     retrieval = llm.calls[8]
-    assert retrieval.purpose == "retrieve from research log" and "Step 1:\n[Action] listed 1" in retrieval.prompt
-    assert "1. inspect **done**" in retrieval.prompt  # the current plan
+    assert "Step 0:\n[Reasoning]: look 0" in retrieval.prompt and "test problem" in retrieval.prompt
     last = llm.calls[9].prompt
-    assert "RETRIEVED: step 1 listed files" in last and "look 1" not in last and "look 2" in last
-    assert "look 1" in llm.calls[1].prompt and "train.py" in llm.calls[1].prompt  # step 1 and its observation
+    assert "RETRIEVED: the workspace holds train.py" in last
+    assert "look 0" not in last.split("RETRIEVED")[1] and "look 1" in last and "look 3" in last
+
+
+def test_history_shows_the_plan_without_new_marks(tmp_path):
+    _, llm, _ = run(tmp_path, [look(0), entry(0), FINAL])
+    assert "1. inspect done" in llm.calls[2].prompt and "1. inspect **done**" not in llm.calls[2].prompt
+
+
+def test_retrieval_taking_the_last_step_ends_the_run_before_another_call(tmp_path):
+    script = [look(0), entry(0), look(1), entry(1), look(2), entry(2), look(3), entry(3), ("fast", "summary")]
+    env, llm, steps = run(tmp_path, script, limits=Limits(max_steps=9))
+    assert env.end_reason == "step limit" and steps[-1]["action"] == "Retrieval from Research Log"
+    assert len(llm.calls) == 9
 
 
 def test_no_retrieval_variant_calls_only_the_main_model(tmp_path):
-    llm = FakeLLM([look(n) for n in range(5)] + [FINAL])
-    env = environment(tmp_path, agent_actions("research-no-retrieval"), llm, files=FILES)
-    ResearchAgent(agent_plan("research-no-retrieval"), env.llm).run(env)
+    env, llm, steps = run(tmp_path, [look(n) for n in range(5)] + [FINAL], agent="research-no-retrieval")
     assert set(llm.roles()) == {"main"} and len(llm.calls) == 6
     assert not (tmp_path / "ws/research_log.log").exists()
-    assert "Reflection" not in [s["action"] for s in steps(tmp_path)]
-    assert "A summary of your earlier steps" not in llm.calls[-1].prompt
+    assert "- Reflection:" not in llm.calls[0].prompt  # left out of the prompt, as in the original
+    assert "summary of the relevant actions" not in llm.calls[-1].prompt
 
 
-def test_retrieval_needs_the_append_action():
-    import dataclasses
+def test_unusable_responses_are_asked_again_with_notes_that_accumulate(tmp_path):
+    bad = ["I will list the files.", response("Delete Everything", "{}")]
+    env, llm, steps = run(tmp_path, [*bad, FINAL])
+    note = "Your response did not follow the required format"
+    assert note not in llm.calls[0].prompt
+    assert llm.calls[1].prompt.count(note) == 1 and llm.calls[2].prompt.count(note) == 2
+    assert llm.calls[2].prompt.startswith(llm.calls[1].prompt)
+    assert "Reflection, Research Plan and Status, Fact Check, Thought, Action, Action Input" in llm.calls[1].prompt
+    assert "Delete Everything" not in llm.calls[2].prompt  # the original's note does not say what was wrong
+    assert [s["action"] for s in steps] == ["Final Answer"]
 
-    import pytest
 
-    from pytest_mlab.errors import SpecError
+def test_the_strict_variant_says_what_was_wrong(tmp_path):
+    _, llm, _ = run(tmp_path, [response("Delete Everything", "{}"), FINAL], agent="research-strict")
+    assert "Delete Everything" in llm.calls[1].prompt and "Change one thing at a time" in llm.calls[0].prompt
 
+
+def test_five_unusable_responses_in_a_row_end_the_run_with_its_own_category(tmp_path):
+    env, llm, steps = run(tmp_path, ["no format here"] * 5)
+    assert len(llm.calls) == 5 and steps == [] and env.end_reason == "invalid responses"
+
+
+def test_an_empty_fact_check_is_a_usable_response(tmp_path):
+    empty = FINAL.replace("Fact Check: none", "Fact Check:")
+    _, llm, steps = run(tmp_path, [empty])
+    assert len(llm.calls) == 1 and steps[0]["action"] == "Final Answer"
+
+
+@pytest.mark.parametrize("failure, observation", [
+    (TokenLimitExceeded("the file is too long"), "EnvError: too long input for the tool"),
+    (LLMError("the model refused"), "LLMError: the model refused")])
+def test_a_tool_error_mid_run_is_an_observation_and_the_run_goes_on(tmp_path, failure, observation):
+    understand = response("Understand File", '{"file_name": "train.py", "things_to_look_for": "the metric"}')
+    env, llm, steps = run(tmp_path, [understand, ("fast", failure), entry(0), FINAL])
+    assert steps[0]["observation"].startswith(observation) and steps[0]["error"]
+    assert [s["action"] for s in steps] == ["Understand File", "Append Summary to Research Log", "Final Answer"]
+    assert env.end_reason == "final answer" and observation in llm.calls[-1].prompt
+
+
+def test_a_provider_failure_mid_run_ends_it(tmp_path):
+    understand = response("Understand File", '{"file_name": "train.py", "things_to_look_for": "the metric"}')
+    with pytest.raises(ProviderError):
+        run(tmp_path, [understand, ("fast", ProviderError("429 five times"))])
+
+
+def test_a_log_entry_is_asked_again_until_it_has_its_labels_then_given_up(tmp_path):
+    script = [look(0), ("fast", "no labels"), ("fast", LLMError("refused")), ("fast", "x [Reasoning]: ok"), FINAL]
+    _, llm, _ = run(tmp_path, script)
+    assert (tmp_path / "ws/research_log.log").read_text().strip() == "Step 0:\n[Reasoning]: ok"
+    tmp = tmp_path / "second"
+    tmp.mkdir()
+    _, llm, _ = run(tmp, [look(0)] + [("fast", "no labels")] * 5 + [FINAL])
+    assert (tmp / "ws/research_log.log").read_text().strip() == "Step 0:\nToo long to summarize."
+
+
+def test_retrieval_needs_both_research_log_actions():
     agent = agent_plan("research").agent
-    agent = dataclasses.replace(agent, actions=tuple(a for a in agent.actions if "Append" not in a))
-    with pytest.raises(SpecError, match="Append Summary to Research Log"):
+    agent = dataclasses.replace(agent, accepts=tuple(a for a in agent.accepts if a != "Retrieval from Research Log"))
+    with pytest.raises(SpecError, match="Retrieval from Research Log"):
         ResearchAgent.check_spec(agent)

@@ -44,7 +44,8 @@ def test_golden_trajectory_passes_with_the_shipped_example(pytester, mlab_cache)
     assert step_actions(run["trace"]) == ["List Files", "Append Summary to Research Log", "Inspect Script Lines",
                                           "Append Summary to Research Log", "Edit Script (AI)",
                                           "Append Summary to Research Log", "Execute Script",
-                                          "Append Summary to Research Log", "Final Answer"]
+                                          "Append Summary to Research Log", "Retrieval from Research Log",
+                                          "Final Answer"]  # retrieval: a step of its own once steps leave the context
     records = read_trace(run["trace"])
     edit = next(r for r in records if r.get("action") == "Edit Script (AI)")
     assert "+FEATURES = [\"age\", \"sex\", \"bmi\"" in edit["observation"]
@@ -63,7 +64,8 @@ def test_a_breaking_edit_is_seen_undone_and_redone(pytester, mlab_cache):
                        subprocess=True)
     result.assert_outcomes(passed=1)
     run = read_results(project)["runs"][0]
-    steps = [r for r in read_trace(run["trace"]) if r["type"] == "step" and not r["action"].startswith("Append")]
+    steps = [r for r in read_trace(run["trace"]) if r["type"] == "step"
+             and r["action"] not in ("Append Summary to Research Log", "Retrieval from Research Log")]
     assert [s["action"] for s in steps] == ["Inspect Script Lines", "Edit Script (AI)", "Execute Script",
                                             "Undo Edit Script", "Edit Script (AI)", "Execute Script", "Final Answer"]
     assert "SyntaxError" in steps[2]["observation"] and "failed with exit code" in steps[2]["observation"]

@@ -35,6 +35,8 @@ def test_missing_unknown_and_mistyped_arguments(tmp_path):
     wrong = env.step("Inspect Script Lines", {"script_name": "a.py", "start_line_number": "one",
                                               "end_line_number": 2})
     assert wrong == "EnvError: Inspect Script Lines: argument 'start_line_number' must be an integer, got 'one'"
+    null = env.step("Read File", {"file_name": None})
+    assert null == "EnvError: Read File: argument 'file_name' must be a string, got None"
     not_object = env.step("Read File", ["a.py"])
     assert not_object.startswith("EnvError: the input of Read File must be a JSON object")
 

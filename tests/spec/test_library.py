@@ -130,12 +130,26 @@ def test_the_repository_agents_and_actions_all_load() -> None:
     for name in project.agents.names():
         agent = project.agent(name)
         actions = project.agent_actions(agent)
-        assert [action.name for action in actions] == list(agent.actions)
+        assert [action.name for action in actions] == list(agent.actions) + [
+            name for name in agent.accepts if name not in agent.actions]  # offered, then only accepted
     for name in project.actions.names():
         action = project.action(name)
         assert action.description and action.returns
         assert all(argument.description for argument in action.arguments)
     assert set(project.default_agents()) >= {"baseline", "reference"}
+    research = project.agent("research")
+    assert "Read File" not in research.actions and "Read File" in research.environment_actions
+
+
+def test_accepted_actions_must_exist_and_are_reported_at_their_line(tmp_path) -> None:
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "mine.yaml").write_text("kind: Agent\nname: mine\nimplementation: pytest_mlab.agents.baseline:BaselineAgent\n"
+                                      "actions: [Execute Script, Final Answer]\naccepts:\n  - List Files\n  - Lsit Files\n")
+    project = Project(tmp_path, ACTIONS_DIR, agents, tmp_path / "tasks")
+    with pytest.raises(SpecError) as info:
+        project.agent("mine")
+    assert info.value.line == 7 and info.value.where == "accepts[1]" and "Lsit Files" in info.value.message
 
 
 def _repository_tasks() -> list[Path]:
