@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import textwrap
 from pathlib import Path
 
@@ -171,7 +172,7 @@ def test_unknown_agent_is_a_usage_error_naming_the_known_agents(pytester, toy_pr
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     output = output_of(result)
     assert "--agent: unknown agent 'nope'" in output
-    assert "known: baseline, react, reference, research, research-no-retrieval, simple (from agents)" in output
+    assert "known: baseline, react, reference, research, research-no-retrieval, research-strict, simple (from agents)" in output
     assert_no_traceback(output)
 
 
@@ -191,14 +192,49 @@ def test_a_misspelt_agent_gets_a_suggestion(pytester, toy_project, mlab_cache) -
     ("--sandbox=nope", "--sandbox=nope: unknown sandbox; choose one of: auto, local"),
     ("--mlab-data=Full/x", "--mlab-data=Full/x: expected a data variant name"),
     ("--agent=", "--agent is empty; name at least one agent"),
+    ("--mlab-out=taken", "--mlab-out=taken: is a file; name a folder"),
+    ("--mlab-cache=taken/cache", "--mlab-cache=taken/cache: cannot be made: "),
+    ("--llm-cache=taken", "--llm-cache=taken: is a file; name a folder"),
 ])
 def test_bad_option_values_are_usage_errors_naming_the_option(pytester, toy_project, mlab_cache,
                                                               option: str, message: str) -> None:
+    (toy_project / "taken").write_text("a file where a folder option may point")
     result = run_specs(pytester, "--collect-only", option, cache_dir=mlab_cache)
     assert result.ret == pytest.ExitCode.USAGE_ERROR, output_of(result)
     output = output_of(result)
     assert message in output, output
     assert_no_traceback(output)
+
+
+def test_an_unusable_folder_in_the_ini_file_names_the_setting(pytester, toy_project, mlab_cache) -> None:
+    (toy_project / "taken").write_text("")
+    (toy_project / "pytest.ini").write_text("[pytest]\nmlab_out = taken\n")
+    result = run_specs(pytester, "--collect-only", cache_dir=mlab_cache)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "ini setting mlab_out=taken: is a file" in output_of(result)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write into any folder")
+def test_an_output_folder_that_cannot_be_written_is_a_usage_error(pytester, toy_project, mlab_cache) -> None:
+    locked = toy_project / "locked"
+    locked.mkdir(mode=0o555)
+    result = run_specs(pytester, "--collect-only", "--mlab-out=locked/out", cache_dir=mlab_cache)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"--mlab-out=locked/out: {locked} is not writable by you" in output_of(result)
+
+
+def test_an_llm_for_agents_that_call_none_is_a_warning_before_the_run(pytester, toy_project, mlab_cache) -> None:
+    result = run_specs(pytester, "--collect-only", "-q", "--llm=gpt-4", cache_dir=mlab_cache)
+    assert result.ret == pytest.ExitCode.OK, output_of(result)
+    (line,) = [line for line in output_of(result).splitlines() if "is ignored" in line]
+    assert "--llm=gpt-4 is ignored: no selected agent uses an LLM (baseline, reference); add one that does, " \
+           "e.g. --agent=" in line
+
+
+def test_an_llm_some_selected_agent_calls_is_no_warning(pytester, toy_project, mlab_cache) -> None:
+    result = run_specs(pytester, "--collect-only", "-q", "--llm=gpt-4", "--agent=baseline,research",
+                       cache_dir=mlab_cache, subprocess=True)  # in-process, litellm's import upsets later runs
+    assert result.ret == pytest.ExitCode.OK and "is ignored" not in output_of(result)
 
 
 def test_ini_settings_work_like_the_options(pytester, toy_project, mlab_cache) -> None:
@@ -252,6 +288,40 @@ def test_a_missing_data_variant_skips_with_the_fix(pytester, toy_project, mlab_c
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["*task 'toy' has no 'full' data variant (it has: mini); run with --mlab-data=mini*"])
     assert not (toy_project / "mlab-results" / "results.json").exists(), "skipped items are not runs"
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_a_session_that_ran_nothing_for_unmet_requirements_fails_with_one_line(pytester, toy_project, mlab_cache,
+                                                                               workers) -> None:
+    result = run_specs(pytester, "--mlab-data=full", *workers, cache_dir=mlab_cache, subprocess=bool(workers))
+    result.assert_outcomes(skipped=2)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, output_of(result)
+    (line,) = [line for line in output_of(result).splitlines() if "--mlab-allow-skips" in line]
+    assert line.startswith("pytest-mlab: no run ran: 2 skipped for an unmet requirement, e.g. toy[full-"), line
+    assert "task 'toy' has no 'full' data variant" in line and "exit code 4" in line
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_allow_skips_lets_a_session_that_ran_nothing_pass(pytester, toy_project, mlab_cache, workers) -> None:
+    result = run_specs(pytester, "--mlab-data=full", "--mlab-allow-skips", *workers, cache_dir=mlab_cache,
+                       subprocess=bool(workers))
+    result.assert_outcomes(skipped=2)
+    assert result.ret == pytest.ExitCode.OK and "no run ran" not in output_of(result)
+
+
+def test_the_ini_file_can_allow_a_session_that_ran_nothing(pytester, toy_project, mlab_cache) -> None:
+    (toy_project / "pytest.ini").write_text("[pytest]\nmlab_allow_skips = true\n")
+    assert run_specs(pytester, "--mlab-data=full", cache_dir=mlab_cache).ret == pytest.ExitCode.OK
+
+
+@pytest.mark.slow
+def test_a_session_in_which_one_run_ran_passes_despite_skips(pytester, toy_project, mlab_cache,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MLAB_TOY_TOKEN", raising=False)
+    write(toy_project, "specs/tasks/secret.yaml", task_yaml("secret", extra="requires: {env: [MLAB_TOY_TOKEN]}\n"))
+    result = run_specs(pytester, "--agent=baseline", cache_dir=mlab_cache, subprocess=True)
+    result.assert_outcomes(passed=1, skipped=1)
+    assert result.ret == pytest.ExitCode.OK and "no run ran" not in output_of(result)
 
 
 def test_a_missing_environment_variable_skips_with_the_fix(pytester, toy_project, mlab_cache,
@@ -451,8 +521,8 @@ def test_a_bad_option_of_a_default_agent_is_a_collection_error_naming_file_and_l
 
 @pytest.mark.parametrize("implementation, options, expected", [
     ("pytest_mlab.agents.research:ResearchAgent", "  retrieval: true\n",
-     "agents/mine.yaml:5: actions: with options.retrieval: true the agent needs the action "
-     "'Append Summary to Research Log'"),
+     "agents/mine.yaml:5: actions: with options.retrieval: true the agent needs the actions "
+     "'Append Summary to Research Log', 'Retrieval from Research Log' (under actions or accepts)"),
     ("pytest_mlab.agents.llm_agent:LLMAgent", "  entries: [Thought, Action]\n",
      "agents/mine.yaml:8: options.entries: must end with Action, Action Input"),
     ("pytest_mlab.agents.base:load_agent", "  x: 1\n",

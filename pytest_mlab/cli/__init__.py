@@ -4,6 +4,8 @@
 step allowed to reach the network; test runs then find it there. The recipe's output (download
 progress) goes to the terminal; an interrupted download resumes when the command is run again.
 
+``pytest-mlab --version`` prints the installed version.
+
 ``pytest-mlab clean`` removes what killed sessions and workers left on this machine: their temp
 folders (workspaces, homes, grading copies), their cgroups (killing what still runs in them) and
 their docker containers. What belongs to a process that is still running is kept.
@@ -15,6 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from pytest_mlab import __version__
 from pytest_mlab.data import default_cache_dir, prepare_verbosely
 from pytest_mlab.errors import MlabError
 from pytest_mlab.spec.library import SpecLibrary, build_task
@@ -22,6 +25,7 @@ from pytest_mlab.spec.library import SpecLibrary, build_task
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="pytest-mlab", description="pytest-mlab commands besides pytest itself")
+    parser.add_argument("--version", action="version", version=f"pytest-mlab {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     prepare = commands.add_parser("prepare", help="prepare a task's data into the cache")
     prepare.add_argument("tasks", nargs="+", metavar="TASK", help="task names, as in specs/tasks")

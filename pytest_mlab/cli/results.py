@@ -1,7 +1,8 @@
 """``pytest-mlab report DIR`` and ``pytest-mlab rescore DIR``: work on saved results, no rerun.
 
-``report`` re-renders results.json (with the current aggregation), the CSVs, plots and
-report.html. ``rescore`` first re-grades every run's saved final snapshot with its task's
+``report`` rebuilds results.json (with the current aggregation), the CSVs, plots and
+report.html from one or more results folders: their results.json and their run folders, whose
+traces end with the full row, so a folder whose results.json was lost or overwritten still counts. ``rescore`` first re-grades every run's saved final snapshot with its task's
 current grader and baseline (after a grader fix), then does the same; a task's measure step
 runs the agent's code again, in the session's sandbox kind unless ``--sandbox`` says otherwise.
 """
@@ -22,8 +23,12 @@ from pytest_mlab.sandbox.registry import SANDBOX_KINDS
 
 
 def add_commands(commands) -> None:
-    report = commands.add_parser("report", help="re-render results.json, plots and report.html from saved results")
-    report.add_argument("out", type=Path, metavar="DIR", help="a results folder (--mlab-out of a session)")
+    report = commands.add_parser("report", help="rebuild results.json, CSVs, plots and report.html from saved "
+                                                "results and run folders, of one session or several")
+    report.add_argument("folders", type=Path, nargs="+", metavar="DIR",
+                        help="results folders (--mlab-out of sessions); a run in several: the newest counts")
+    report.add_argument("--out", type=Path, default=None,
+                        help="where to write the outputs (default: the first DIR)")
     report.set_defaults(run=_report)
     rescore = commands.add_parser("rescore", help="re-grade every saved final snapshot, then rewrite the results")
     rescore.add_argument("out", type=Path, metavar="DIR", help="a results folder (--mlab-out of a session)")
@@ -36,11 +41,15 @@ def add_commands(commands) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from pytest_mlab.results.merge import rebuilt_results
     from pytest_mlab.results.report import write_outputs
 
-    saved = load_results(args.out)
-    outputs = write_outputs(args.out, saved["runs"], saved.get("settings") or {})
-    print(f"{len(saved['runs'])} run(s): {outputs.results}, {outputs.report}, {len(outputs.plots)} plot(s)")
+    found = rebuilt_results(args.folders)
+    if not found.runs:
+        raise MlabError(f"no graded run in {', '.join(map(str, args.folders))}: nothing to report")
+    outputs = write_outputs(args.out or args.folders[0], found.runs, found.settings)
+    left_out = f"; {found.unfinished} run folder(s) without a result (killed mid-run) left out" if found.unfinished else ""
+    print(f"{len(found.runs)} run(s): {outputs.results}, {outputs.report}, {len(outputs.plots)} plot(s){left_out}")
     return 0
 
 

@@ -67,6 +67,14 @@ def _recipe_fingerprint(task: TaskSpec, variant: str, seed: int) -> str:
     return digest.hexdigest()
 
 
+def _for_the_user(error: str) -> str:
+    """A recipe's failure as the user must read it: when the recipe raised our DataError (the
+    helpers do for missing credentials, a refused download, ...), its message says what to do, and
+    the traceback in front of it only hides that; any other error keeps its traceback (a bug)."""
+    _traceback, marker, message = error.rpartition(f"\n{DataError.__module__}.{DataError.__name__}: ")
+    return message.strip() if marker else error
+
+
 def _file_stamps(public: Path) -> dict[str, list[int]]:
     return {path.relative_to(public).as_posix(): [path.stat().st_size, path.stat().st_mtime_ns]
             for path in sorted(public.rglob("*")) if path.is_file()}
@@ -110,7 +118,7 @@ def _prepare(task: TaskSpec, variant: str, entry: Path, fingerprint: str, seed: 
     if result.error or result.invalid:
         shutil.rmtree(staging, ignore_errors=True)
         raise DataError(f"preparing the '{variant}' data of task '{task.name}' with {ref} failed:\n"
-                        f"{result.error or result.invalid}")
+                        f"{_for_the_user(result.error or result.invalid)}")
     for path in (staging / "public").rglob("*"):
         if path.is_file():
             path.chmod(0o444)

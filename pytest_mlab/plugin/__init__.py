@@ -1,6 +1,7 @@
 """pytest-mlab's pytest glue, and nothing else: the hooks pytest calls (this module, the entry
 point ``mlab``), the items (items.py), options (options.py), the results reporter (reporter.py),
-JUnit and pytest-html properties (junit.py) and the terminal for a human LLM (console.py).
+JUnit and pytest-html properties (junit.py), notices before the first run (notices.py) and the
+terminal for a human LLM (console.py).
 
 The engine (runner, spec, sandbox, env, agents, llm, grading, results) imports no pytest. Every
 engine import here is deferred to the hook that needs it, so a pytest run that collects no spec
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pytest_mlab.errors import MlabError, SpecError, UsageError
-from pytest_mlab.plugin.options import add_options, read_settings
+from pytest_mlab.plugin.options import add_options, allow_skips, read_settings
 from pytest_mlab.plugin.state import SESSION, SETTINGS, project_of, run_items
 from pytest_mlab.spec.suffixes import SPEC_SUFFIXES
 
@@ -34,6 +35,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "mlab: a pytest-mlab run of an agent on a task")
     try:
         settings = read_settings(config)
+        skips_allowed = allow_skips(config)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[SETTINGS] = settings
@@ -53,7 +55,8 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_mlab.plugin.reporter import ResultsReporter
 
         try:
-            reporter = ResultsReporter(settings, lambda: project_of(config), config.stash[SESSION])
+            reporter = ResultsReporter(settings, lambda: project_of(config), config.stash[SESSION],
+                                       allow_skips=skips_allowed)
         except MlabError as exc:
             raise pytest.UsageError(str(exc)) from None
         config.pluginmanager.register(reporter, "mlab-results")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_mlab.errors import MlabError, SpecError
-from pytest_mlab.plugin.state import MARKERS, SESSION, SETTINGS, project_of
+from pytest_mlab.plugin.state import MARKERS, SESSION, SETTINGS, UNMET_PROPERTY, project_of
 from pytest_mlab.spec.models import TaskSpec
 from pytest_mlab.spec.plan import RunPlan, Settings, compile_plans
 from pytest_mlab.spec.project import Project
@@ -46,6 +46,7 @@ class TaskFile(pytest.File):
             reason = skip_reason or (llm_unavailable(plan.llms, task.name, plan.invocation_dir) if plan.llms else None)
             if reason:
                 item.add_marker(pytest.mark.skip(reason=reason))
+                item.user_properties.append((UNMET_PROPERTY, reason))
             yield item
 
     def repr_failure(self, excinfo, style=None):

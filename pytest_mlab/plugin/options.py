@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import os
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,8 @@ OPTIONS = (
     ("--max-time", "mlab_max_time", "override every task's time limit per run, e.g. 30m or 2h", None),
     ("--sandbox", "mlab_sandbox", f"where agents' code runs: {', '.join(SANDBOX_KINDS)} (default: auto, which is "
                                   "bwrap where bubblewrap works, else local with a warning)", "auto"),
-    ("--mlab-out", "mlab_out", "folder for results.json, results.csv and runs/ (default: mlab-results)", "mlab-results"),
+    ("--mlab-out", "mlab_out", "folder for results.json, results.csv and runs/; a session adds its runs to the results "
+                                  "there, replacing only rows of the same run id (default: mlab-results)", "mlab-results"),
     ("--mlab-data", "mlab_data", "data variant to run: mini (offline, generated here) or full (default: mini)", "mini"),
     ("--mlab-cache", "mlab_cache", f"folder for prepared data and hidden answers (default: {default_cache_dir()})", None),
     ("--mlab-compare", "mlab_compare", "regression gate: compare success rates with this saved results.json or gate file", None),
@@ -34,8 +37,11 @@ OPTIONS = (
     ("--mlab-resume", "mlab_resume", "reuse runs that finished in --mlab-out instead of running them again", None),
     ("--mlab-max-cost", "mlab_max_cost", "this session's LLM budget in USD, charged per call: once spent, no run starts and no call is made", None),
     ("--mlab-score-steps", "mlab_score_steps", "grade every step's snapshot: best-step improvement and a score curve", None),
+    ("--mlab-allow-skips", "mlab_allow_skips", "let a session pass in which no run ran because every one was skipped "
+                                               "for an unmet requirement (missing API key, data, package)", None),
 )
-FLAGS = ("--mlab-resume", "--mlab-score-steps")  # on/off options; their ini settings take true/false
+FLAGS = ("--mlab-resume", "--mlab-score-steps", "--mlab-allow-skips")  # on/off options; ini settings take true/false
+LLM_SETTINGS = ("mlab_llm", "mlab_fast_llm", "mlab_edit_llm")
 PATH_SETTINGS = (
     ("mlab_actions_dir", "folder of Action specs, relative to the rootdir", "specs/actions"),
     ("mlab_agents_dir", "folder of Agent specs, relative to the rootdir", "agents"),
@@ -102,20 +108,59 @@ def read_settings(config: pytest.Config) -> Settings:
     agents = tuple(name.strip() for name in (agents_text or "").split(",") if name.strip())
     if agents_text is not None and not agents:
         raise UsageError(f"{agents_source} is empty; name at least one agent, e.g. --agent=baseline")
-    out = Path(values["mlab_out"][0]).expanduser()
-    cache_text = values["mlab_cache"][0]
-    llm_cache = values["mlab_llm_cache"][0]
+    folder = functools.partial(_folder, values, Path(config.invocation_params.dir))
     return Settings(
         prepare=bool(config.getoption("mlab_prepare")),
         agents=agents, agents_source=agents_source, llm=values["mlab_llm"][0], seeds=number("mlab_seeds", 1) or 1, variant=variant,
-        sandbox=sandbox, out_dir=(Path(config.invocation_params.dir) / out).resolve(),
-        cache_dir=(Path(config.invocation_params.dir) / Path(cache_text).expanduser()).resolve()
-        if cache_text else default_cache_dir(),
+        sandbox=sandbox, out_dir=folder("mlab_out"), cache_dir=folder("mlab_cache", default_cache_dir()),
         max_steps=number("mlab_max_steps", 1), max_time=max_time, **_results_settings(values, config),
         fast_llm=values["mlab_fast_llm"][0], edit_llm=values["mlab_edit_llm"][0],
-        llm_cache=(Path(config.invocation_params.dir) / Path(llm_cache).expanduser()).resolve() if llm_cache else None,
+        llm_cache=folder("mlab_llm_cache"),
         invocation_dir=Path(config.invocation_params.dir),
     )
+
+
+def allow_skips(config: pytest.Config) -> bool:
+    """--mlab-allow-skips: a session whose runs were all skipped for unmet requirements may pass."""
+    return _switch(*_value(config, "mlab_allow_skips", None))
+
+
+def llm_options_given(config: pytest.Config) -> list[str]:
+    """The model options the user set, as typed: ``--llm=gpt-4`` or ``ini setting mlab_llm=gpt-4``."""
+    given = (_value(config, ini, None) for ini in LLM_SETTINGS)
+    return [f"{source}={text}" for text, source in given if text]
+
+
+def _switch(text: str | None, source: str) -> bool:
+    if text is None or text.lower() in ("false", "no", "0", "off", ""):
+        return False
+    if text.lower() in ("true", "yes", "1", "on"):
+        return True
+    raise UsageError(f"{source}={text}: expected true or false")
+
+
+def _folder(values: dict[str, tuple[str | None, str]], base: Path, ini: str, default: Path | None = None) -> Path | None:
+    """A folder option, checked before anything runs (a file there used to fail every item)."""
+    text, source = values[ini]
+    if text is None:
+        return _usable(default, f"{source} (default {default})") if default else None
+    return _usable(_resolved(base, text), f"{source}={text}")
+
+
+def _usable(path: Path, named: str) -> Path:
+    """``path`` when it is a folder, or can be made, that this user can write into."""
+    existing = next(folder for folder in (path, *path.parents) if os.path.exists(folder))
+    if not os.path.isdir(existing):
+        where = "is a file" if existing == path else f"cannot be made: {existing} is a file"
+        raise UsageError(f"{named}: {where}; name a folder (it is made when missing)")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"{named}: {existing} is not writable by you; choose a folder you can write to")
+    return path
+
+
+def _resolved(base: Path, text: str) -> Path:
+    """A path option: ``~`` expanded, relative to the folder pytest was started in."""
+    return (base / Path(text).expanduser()).resolve()
 
 
 def spec_folder(config: pytest.Config, ini: str) -> Path:
@@ -126,15 +171,10 @@ def _results_settings(values: dict[str, tuple[str | None, str]], config: pytest.
     """The regression gate, resume, budget and step-scoring options."""
     def path(ini: str) -> Path | None:
         text = values[ini][0]
-        return (Path(config.invocation_params.dir) / Path(text).expanduser()).resolve() if text else None
+        return _resolved(Path(config.invocation_params.dir), text) if text else None
 
     def switch(ini: str) -> bool:
-        text, source = values[ini]
-        if text is None or text.lower() in ("false", "no", "0", "off", ""):
-            return False
-        if text.lower() in ("true", "yes", "1", "on"):
-            return True
-        raise UsageError(f"{source}={text}: expected true or false")
+        return _switch(*values[ini])
 
     def amount(ini: str, upper: float | None) -> float | None:
         text, source = values[ini]

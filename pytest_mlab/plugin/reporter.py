@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Callable
 
 import pytest
 
-from pytest_mlab.errors import MlabError, SpecError
-from pytest_mlab.plugin.state import run_items
-from pytest_mlab.results.record import RESULT_PROPERTY, JudgedBy, RunIdentity, RunResult
+from pytest_mlab.errors import MlabError
+from pytest_mlab.plugin.junit import attached_result
+from pytest_mlab.plugin.state import UNMET_PROPERTY, run_items
+from pytest_mlab.results.record import JudgedBy, RunIdentity, RunResult
 from pytest_mlab.results.recover import WORKER_INPUT, recovered_results
 from pytest_mlab.results.budget import Ledger
 from pytest_mlab.results.gate import compare, load_reference, missing_groups, render_gate, save_gate
@@ -29,10 +30,16 @@ _TASK_ITEM = re.compile(r"\.ya?ml::[^\[]+\[[^\]]*\]$")
 class ResultsReporter:
     """Registered only where results meet: never on an xdist worker."""
 
-    def __init__(self, settings: Settings, project: Callable[[], Project], session: str) -> None:
+    def __init__(self, settings: Settings, project: Callable[[], Project], session: str, *,
+                 allow_skips: bool = False) -> None:
         """``project``: the session's specs, asked for only when a row has to be rebuilt from a
-        report (reading specs is not paid by sessions that never need it)."""
+        report (reading specs is not paid by sessions that never need it). ``allow_skips``: a
+        session in which nothing ran, for unmet requirements, still passes (--mlab-allow-skips)."""
         self.settings = settings
+        self.allow_skips = allow_skips
+        self.ran = False  # some item's test call ran (a run, a resumed run, or any other test)
+        self.unmet: dict[str, str] = {}  # node id -> why this machine could not run it
+        self.nothing_ran: str | None = None  # the line that says why the session failed
         self.project = project
         self.session = session
         self.announced = False
@@ -63,10 +70,17 @@ class ResultsReporter:
         if self.announced:
             return
         self.announced = True
-        notice = fallback_notice(self.settings.sandbox)
+        from pytest_mlab.plugin.notices import unused_llm_notice
+
         terminal = config.pluginmanager.getplugin("terminalreporter")
-        if notice and terminal is not None:
+        if terminal is None:
+            return
+        notice = fallback_notice(self.settings.sandbox)
+        if notice:
             terminal.write_line(notice, red=True, bold=True)
+        unused = unused_llm_notice(config)
+        if unused:
+            terminal.write_line(unused, yellow=True, bold=True)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node) -> None:
@@ -75,8 +89,8 @@ class ResultsReporter:
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        result = next((RunResult.from_dict(value) for name, value in report.user_properties
-                       if name == RESULT_PROPERTY), None)
+        self._count(report)
+        result = attached_result(report.user_properties)
         if result is not None:
             self.results[report.nodeid] = result
             self.rebuilt.discard(report.nodeid)
@@ -84,6 +98,28 @@ class ResultsReporter:
             # no result came back: the worker died (xdist reports it) or the harness itself failed
             self.results[report.nodeid] = self._crashed_from_report(report)
             self.rebuilt.add(report.nodeid)
+
+    def _count(self, report: pytest.TestReport) -> None:
+        """What the all-skipped check needs: whether anything ran, and the skips this machine caused."""
+        if report.skipped:
+            reason = next((value for name, value in report.user_properties if name == UNMET_PROPERTY), None)
+            if reason is not None:
+                self.unmet.setdefault(report.nodeid, str(reason))
+        elif report.when == "call":
+            self.ran = True
+
+    def _check_something_ran(self, session: pytest.Session) -> None:
+        """A session that passed without running anything, because this machine lacks what the runs
+        need (an API key, data, a package), fails: CI must not go green on a missing secret. Skips
+        for the budget (--mlab-max-cost) are not unmet requirements."""
+        if self.ran or not self.unmet or self.allow_skips or session.exitstatus != pytest.ExitCode.OK:
+            return
+        nodeid, reason = next(iter(self.unmet.items()))
+        self.nothing_ran = (f"pytest-mlab: no run ran: {len(self.unmet)} skipped for an unmet requirement, e.g. "
+                            f"{nodeid.partition('::')[2] or nodeid}: {reason}; exit code "
+                            f"{int(pytest.ExitCode.USAGE_ERROR)}. Fix that, or pass --mlab-allow-skips to let such "
+                            f"a session pass")
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
     def _recover(self, interrupted: bool) -> None:
         """Results on disk that no report brought (Ctrl-C, a dead worker) join those that came; a
@@ -135,20 +171,25 @@ class ResultsReporter:
         finally:
             self._recover(interrupted=session.exitstatus == pytest.ExitCode.INTERRUPTED)
             self._write(session)
+            self._check_something_ran(session)
 
     def _write(self, session: pytest.Session) -> None:
         if not self.results:
             return
-        from pytest_mlab.results.report import write_outputs
+        from pytest_mlab.results.report import write_session_outputs
 
         runs = list(self.results.values())
         settings = {key: list(value) if isinstance(value, tuple) else str(value) if isinstance(value, Path) else value
                     for key, value in asdict(self.settings).items()}
         settings.update(isolation_record(self.settings.sandbox, (run.sandbox for run in runs)))
         try:
-            self.outputs = write_outputs(self.settings.out_dir, runs, settings)
-        except (OSError, SpecError) as exc:  # the results table still prints below
+            self.outputs = write_session_outputs(self.settings.out_dir, runs, settings)
+        except (OSError, MlabError) as exc:  # the results table still prints below
             self.problems.append(f"could not write the report: {exc}")
+        else:
+            if self.outputs.set_aside:
+                self.problems.append(f"the results.json already in {self.settings.out_dir} could not be read: it was "
+                                     f"kept as {self.outputs.set_aside.name}, and results.json holds this session only")
         if self.settings.save_gate:
             save_gate(self.settings.save_gate, runs)
         if self.reference is not None:
@@ -159,6 +200,8 @@ class ResultsReporter:
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter) -> None:
+        if self.nothing_ran:
+            terminalreporter.write_line(self.nothing_ran, red=True, bold=True)
         if not self.results:
             return
         runs = list(self.results.values())
@@ -172,7 +215,8 @@ class ResultsReporter:
         if isolation:
             terminalreporter.write_line(isolation, yellow=True, bold=True)
         if self.outputs:
-            terminalreporter.write_line(f"results: {self.outputs.results}")
+            kept = f" ({self.outputs.kept} row(s) of earlier sessions kept)" if self.outputs.kept else ""
+            terminalreporter.write_line(f"results: {self.outputs.results}{kept}")
             terminalreporter.write_line(f"report: {self.outputs.report}")
         if self.settings.save_gate:
             terminalreporter.write_line(f"gate file: {self.settings.save_gate}")

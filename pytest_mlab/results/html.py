@@ -11,7 +11,6 @@ import base64
 import difflib
 import html
 import json
-import math
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 from pytest_mlab.errors import TraceError
 from pytest_mlab.results.aggregate import aggregate
 from pytest_mlab.results.record import RunResult
+from pytest_mlab.results.strict_json import dumps
 from pytest_mlab.trace.step_scores import saved_step_scores
 from pytest_mlab.trace import SnapshotStore, read_trace
 
@@ -34,7 +34,7 @@ def write_report(out_dir: Path, runs: list[RunResult], plots: list[Path], title:
             "plots": [{"name": path.stem.replace("_", " "), "src": _data_uri(path)} for path in plots]}
     template = resources.files("pytest_mlab.results").joinpath("report_template.html").read_text(encoding="utf-8")
     page = (template.replace("{{TITLE}}", html.escape(title))
-            .replace("{{DATA}}", json.dumps(_finite(data), allow_nan=False).replace("<", "\\u003c")))
+            .replace("{{DATA}}", dumps(data).replace("<", "\\u003c")))
     path = out_dir / "report.html"
     path.write_text(page, encoding="utf-8")
     return path
@@ -42,17 +42,6 @@ def write_report(out_dir: Path, runs: list[RunResult], plots: list[Path], title:
 
 def _data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
-
-
-def _finite(value: Any) -> Any:
-    """JSON for browsers has no Infinity or NaN: they become null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(item) for item in value]
-    return value
 
 
 def _cap(text: Any) -> str:

@@ -14,9 +14,11 @@ from typing import Any
 from pytest_mlab.errors import MlabError
 from pytest_mlab.results.aggregate import aggregate, agent_label
 from pytest_mlab.results.record import RunResult
+from pytest_mlab.results.strict_json import dumps
 from pytest_mlab.spec.units import format_duration
 
 RESULTS_VERSION = 2
+RESULTS_FILE = "results.json"
 TABLE_COLUMNS = ["task", "agent", "seed", "score", "baseline", "improvement", "success", "steps", "time", "result"]
 
 
@@ -30,9 +32,9 @@ def write_results(out_dir: Path, results: list[RunResult], settings: dict[str, A
     summary = aggregate(ordered)
     payload = {"version": RESULTS_VERSION, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                "settings": settings, "aggregate": summary, "runs": [result.to_dict() for result in ordered]}
-    path = out_dir / "results.json"
+    path = out_dir / RESULTS_FILE
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+    tmp.write_text(dumps(payload, indent=2) + "\n")
     os.replace(tmp, path)
     frame = pd.DataFrame([result.to_dict() for result in ordered], columns=list(RunResult.__dataclass_fields__))
     frame.to_csv(out_dir / "results.csv", index=False)
@@ -44,7 +46,7 @@ def write_results(out_dir: Path, results: list[RunResult], settings: dict[str, A
 def load_results(path: Path) -> dict[str, Any]:
     """A saved results.json (any version), with ``runs`` as RunResult objects."""
     if path.is_dir():
-        path = path / "results.json"
+        path = path / RESULTS_FILE
     try:
         payload = json.loads(path.read_text())
     except FileNotFoundError:
@@ -98,10 +100,16 @@ def render_table(results: list[RunResult]) -> str:
             "improvement": _percent(result.improvement),
             "success": "yes" if result.success else "no", "steps": result.steps,
             "time": format_duration(result.wall_time),
-            "result": "PASS" if result.passed else f"FAIL: {result.failure or 'failed'}",
+            "result": _outcome(result),
         })
     frame = pd.DataFrame(rows, columns=TABLE_COLUMNS)
     return frame.to_string(index=False)
+
+
+def _outcome(result: RunResult) -> str:
+    """PASS or FAIL with why; ``(resumed)`` when --mlab-resume took the result from an earlier session."""
+    outcome = "PASS" if result.passed else f"FAIL: {result.failure or 'failed'}"
+    return f"{outcome} (resumed)" if result.resumed else outcome
 
 
 def _number(value: float | None) -> str:

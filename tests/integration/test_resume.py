@@ -63,6 +63,8 @@ def test_resume_keeps_the_agents_own_endings_and_reruns_interrupted_and_harness_
     assert second.ret == pytest.ExitCode.TESTS_FAILED  # the raiser's kept crash still fails its item
     kept = {agent for agent, row in rows.items() if row["resumed"]}
     assert kept == {"baseline", "raiser"}
+    table = output_of(second)
+    assert "PASS (resumed)" in table and "FAIL: crashed (resumed)" in table  # the printed table says which
     assert rows["raiser"]["end_reason"] == "crashed"
     for agent in ("unlucky", "quitter"):
         assert rows[agent]["end_reason"] == "final answer" and rows[agent]["passed"]

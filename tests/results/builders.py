@@ -8,6 +8,8 @@ from pathlib import Path
 from pytest_mlab.results.record import RunResult
 from pytest_mlab.trace import SnapshotStore, TraceWriter
 
+SESSION = "this-session"  # the session id of traces written here, unless told otherwise
+
 
 def run(task: str = "digits", agent: str = "reference", seed: int = 0, **changes) -> RunResult:
     values = dict(nodeid=f"specs/tasks/{task}.yaml::{task}[mini-{agent}-s{seed}]", run_id=f"{task}[mini-{agent}-s{seed}]",
@@ -47,6 +49,30 @@ def saved_run(run_dir: Path, steps: list[tuple[str, dict[str, str], str]], resul
             result.run_dir, result.trace = str(run_dir), str(run_dir / "trace.jsonl")
             trace.write({"type": "result", "snapshot": snapshot, **result.to_dict()})
     return result
+
+
+def write_trace(out_dir: Path, result, *, session: str | None = SESSION, graded: bool = True,
+                tail: bytes = b"") -> Path:
+    """A run folder as the runner leaves it: ``run`` record, one step, and the ``result`` record
+    when ``graded``; ``tail`` is appended raw (a line cut short by a kill)."""
+    path = out_dir / "runs" / result.run_id.replace("[", "-").rstrip("]") / "trace.jsonl"
+    with TraceWriter(path) as trace:
+        trace.write({"type": "run", "session": session, "run_id": result.run_id, "nodeid": result.nodeid,
+                     "task": result.task, "agent": result.agent, "llm": None, "seed": result.seed,
+                     "variant": result.variant, "sandbox": "bwrap", "t": 100.0})
+        trace.write({"type": "step", "step": 1, "t": 107.5})
+        if graded:
+            trace.write({"type": "result", "session": session, **result.to_dict()})
+    with open(path, "ab") as handle:
+        handle.write(tail)
+    return path
+
+
+def strict(text: str):
+    """``json.loads`` that refuses ``Infinity`` and ``NaN``, as browsers and jq do."""
+    def refuse(constant: str):
+        raise ValueError(f"not strict JSON: {constant}")
+    return json.loads(text, parse_constant=refuse)
 
 
 def write_json(path: Path, payload) -> Path:

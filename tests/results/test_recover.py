@@ -19,29 +19,9 @@ from pytest_mlab.results.resume import finished_result
 from pytest_mlab.runner import execute
 from pytest_mlab.spec.plan import Settings, compile_plans
 from pytest_mlab.spec.project import Project
-from pytest_mlab.trace import TraceWriter, read_trace
+from pytest_mlab.trace import read_trace
 from tests.helpers import ACTIONS_DIR, AGENTS_DIR, TOY_PROJECT
-from tests.results.builders import run
-
-SESSION = "this-session"
-
-
-def write_trace(out_dir: Path, result, *, session: str | None = SESSION, graded: bool = True,
-                tail: bytes = b"") -> Path:
-    """A run folder as the runner leaves it: ``run`` record, one step, and the ``result`` record
-    when ``graded``; ``tail`` is appended raw (a line cut short by a kill)."""
-    path = out_dir / "runs" / result.run_id.replace("[", "-").rstrip("]") / "trace.jsonl"
-    with TraceWriter(path) as trace:
-        trace.write({"type": "run", "session": session, "run_id": result.run_id, "nodeid": result.nodeid,
-                     "task": result.task, "agent": result.agent, "llm": None, "seed": result.seed,
-                     "variant": result.variant, "sandbox": "bwrap", "t": 100.0})
-        trace.write({"type": "step", "step": 1, "t": 107.5})
-        if graded:
-            trace.write({"type": "result", "session": session, **result.to_dict()})
-    with open(path, "ab") as handle:
-        handle.write(tail)
-    return path
-
+from tests.results.builders import SESSION, run, write_trace
 
 def test_workers_take_the_controllers_session_id_and_each_controller_makes_its_own():
     assert session_id({WORKER_INPUT: "abc", "workerid": "gw0"}) == "abc"
@@ -76,9 +56,9 @@ def test_this_sessions_runs_come_back_graded_or_as_stopped_before_grading(tmp_pa
 
 def report(result=None, *, nodeid: str | None = None, crash: str | None = None) -> SimpleNamespace:
     """What pytest hands the controller: a run's result on the report, or xdist's report of a dead worker."""
-    properties = [(RESULT_PROPERTY, result.to_dict())] if result is not None else []
+    properties = [(RESULT_PROPERTY, json.dumps(result.to_dict()))] if result is not None else []
     return SimpleNamespace(nodeid=nodeid or result.nodeid, user_properties=properties, failed=crash is not None,
-                           longrepr=crash, duration=1.0)
+                           skipped=False, when="call", longrepr=crash, duration=1.0)
 
 
 def finish(reporter: ResultsReporter, exitstatus: pytest.ExitCode) -> dict[str, dict]:

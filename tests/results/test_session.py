@@ -17,6 +17,7 @@ import pytest
 from pytest_mlab.cli import main
 from pytest_mlab.trace import read_trace
 from tests.helpers import UNRELATED_PLUGINS, copy_toy_project, output_of, read_results
+from tests.results.builders import strict
 
 pytestmark = pytest.mark.slow
 
@@ -49,7 +50,11 @@ def test_outputs_junit_properties_and_gate_under_xdist(pytester, project):
     assert properties["mlab_tokens"] == "0" and properties["mlab_cost"] == "0.0"
     trace = properties["mlab_trace"]
     assert Path(trace).is_file() and f"[[ATTACHMENT|{trace}]]" in reference.find("system-out").text
-    assert "mlab_failure" not in properties
+    assert properties["mlab_failure"] == "null"  # every property on every run: a missing value is null
+    row = strict(properties["mlab_result"])  # the whole row, as JSON
+    assert row["run_id"] == "toy[mini-reference-s0]" and row["failure"] is None and row["improvement"] == 1.0
+    baseline = {prop.get("name"): prop.get("value") for prop in cases["toy[mini-baseline-s0]"].iter("property")}
+    assert baseline.keys() == properties.keys()
     steps = json.loads((Path(trace).parent / "step_scores.json").read_text())
     assert [point["step"] for point in steps["steps"]] == [1, 2, 3]
     assert steps["steps"][0]["improvement"] is None and steps["steps"][-1]["improvement"] == 1.0
@@ -80,6 +85,7 @@ def test_spent_budget_skips_unstarted_runs_with_the_reason(pytester, project):
     result = session(pytester, "-n", "2", "--mlab-max-cost=0", "-rs")
     result.assert_outcomes(skipped=2)
     assert "reached --mlab-max-cost=$0; not started" in output_of(result)
+    assert result.ret == pytest.ExitCode.OK  # the budget is not an unmet requirement: the user chose it
 
 
 SLEEPER = """
@@ -154,3 +160,37 @@ def test_report_and_rescore_commands(pytester, project, capsys):
     assert saved["reference"]["score"] == 0.0 and saved["reference"]["passed"] is True
     assert main(["report", str(project / "nowhere")]) == 2
     assert "no results.json here" in capsys.readouterr().err
+
+
+def test_a_follow_up_session_keeps_the_rows_of_the_first(pytester, project):
+    session(pytester, "--agent=baseline,reference", "--seeds=2").assert_outcomes(passed=4)
+    follow_up = session(pytester, "--agent=baseline", "--max-steps=1", "-k", "s0")
+    follow_up.assert_outcomes(passed=1)
+    assert "(3 row(s) of earlier sessions kept)" in output_of(follow_up)
+    payload = strict((project / "mlab-results" / "results.json").read_text())
+    rows = {row["run_id"]: row for row in payload["runs"]}
+    assert sorted(rows) == ["toy[mini-baseline-s0]", "toy[mini-baseline-s1]", "toy[mini-reference-s0]",
+                            "toy[mini-reference-s1]"]
+    assert rows["toy[mini-baseline-s0]"]["end_reason"] == "step limit"  # the follow-up's run replaced its row
+    assert rows["toy[mini-baseline-s1]"]["end_reason"] == "final answer"
+    assert [group["runs"] for group in payload["aggregate"]["groups"]] == [2, 2]
+    assert payload["settings"]["max_steps"] == 1  # the settings are the last session's
+    report = (project / "mlab-results" / "report.html").read_text()
+    assert report.count("toy[mini-reference-s1]") >= 1
+
+
+def test_report_rebuilds_one_table_from_the_run_folders_of_two_sessions(pytester, project, capsys):
+    session(pytester, "--agent=baseline,reference", "--mlab-out=first").assert_outcomes(passed=2)
+    session(pytester, "--agent=baseline", "--max-steps=1", "--mlab-out=second").assert_outcomes(passed=1)
+    for folder in ("first", "second"):
+        (project / folder / "results.json").unlink()  # the run folders alone
+
+    assert main(["report", str(project / "first"), str(project / "second"), "--out", str(project / "all")]) == 0
+
+    assert "2 run(s)" in capsys.readouterr().out
+    rows = {row["agent"]: row for row in read_results(project, "all")["runs"]}
+    assert sorted(rows) == ["baseline", "reference"]
+    assert rows["baseline"]["end_reason"] == "step limit"  # the newer session's run of the same item
+    assert Path(rows["baseline"]["run_dir"]) == project / "second" / "runs" / "toy-mini-baseline-s0"
+    assert rows["reference"]["passed"] and Path(rows["reference"]["trace"]).is_file()
+    assert (project / "all" / "report.html").is_file() and (project / "all" / "results.csv").is_file()
