@@ -49,7 +49,7 @@ class ResearchAgent(LLMAgent):
         if spec.options.get("retrieval", True):
             missing = [name for name in (APPEND, RETRIEVE) if name not in spec.environment_actions]
             if missing:
-                raise SpecError(spec.source, None, "accepts",
+                raise SpecError(spec.source, None, "accepts" if spec.accepts else "actions",
                                 f"with options.retrieval: true the agent needs the action"
                                 f"{'s' if len(missing) > 1 else ''} {', '.join(repr(m) for m in missing)} "
                                 f"(under actions or accepts)")
