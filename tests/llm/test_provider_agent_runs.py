@@ -8,7 +8,7 @@ import pytest
 
 from pytest_mlab.trace import read_trace
 from tests.helpers import copy_toy_project
-from tests.llm.fake_provider import CONTEXT_LENGTH_BODY, FakeProvider, Reply
+from tests.llm.fake_provider import CONTEXT_LENGTH_BODY, Reply
 from tests.llm.support import llm_records, only_run, run_project, steps
 
 pytest.importorskip("litellm")
@@ -19,14 +19,6 @@ LOG_ENTRY = "[Reasoning]: looked\n[Action]: acted\n[Observation]: seen"
 def research_response(action: str, action_input: str) -> str:
     return (f"Reflection: none yet\nResearch Plan and Status: 1. look **started**\nFact Check: nothing\n"
             f"Thought: go on\nAction: {action}\nAction Input: {action_input}\n")
-
-
-@pytest.fixture
-def server(monkeypatch):
-    with FakeProvider() as fake:
-        monkeypatch.setenv("OPENAI_API_BASE", fake.api_base)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-fake")
-        yield fake
 
 
 def research_project(root):

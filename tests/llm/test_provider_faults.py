@@ -11,20 +11,12 @@ from pytest_mlab.llm.litellm_provider import LiteLLMProvider
 from pytest_mlab.llm.sampling import Sampling
 from pytest_mlab.llm.session import LLMSession
 from pytest_mlab.trace import TraceWriter
-from tests.llm.fake_provider import CONTEXT_LENGTH_BODY, FakeProvider, Reply
+from tests.llm.fake_provider import CONTEXT_LENGTH_BODY, Reply
 from tests.llm.test_session import llm_records
 
 pytest.importorskip("litellm")
 
 MODEL = "openai/fake-model"  # litellm's OpenAI client, with no price and no context size known
-
-
-@pytest.fixture
-def server(monkeypatch):
-    with FakeProvider() as fake:
-        monkeypatch.setenv("OPENAI_API_BASE", fake.api_base)  # litellm reads it on every call
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-fake")
-        yield fake
 
 
 @pytest.fixture

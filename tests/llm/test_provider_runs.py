@@ -8,19 +8,10 @@ import json
 import pytest
 
 from pytest_mlab.results.budget import Ledger
-from tests.llm.fake_provider import FakeProvider, Reply
+from tests.llm.fake_provider import Reply
 from tests.llm.support import WRITE_ANSWER, llm_project, llm_records, only_run, run_project
 
 pytest.importorskip("litellm")
-
-
-@pytest.fixture
-def server(monkeypatch):
-    """The fake provider; sub-runs inherit the variables that send litellm's OpenAI client to it."""
-    with FakeProvider() as fake:
-        monkeypatch.setenv("OPENAI_API_BASE", fake.api_base)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-fake")
-        yield fake
 
 
 @pytest.mark.slow
