@@ -4,6 +4,9 @@
 step allowed to reach the network; test runs then find it there. The recipe's output (download
 progress) goes to the terminal; an interrupted download resumes when the command is run again.
 
+``pytest-mlab baseline TASK [--seeds N] [--write]`` runs the unchanged starter N times and prints
+(or records in the spec) the mean score and a tolerance from its spread: the paper's baseline.
+
 ``pytest-mlab --version`` prints the installed version.
 
 ``pytest-mlab clean`` removes what killed sessions and workers left on this machine: their temp
@@ -37,9 +40,11 @@ def main(argv: list[str] | None = None) -> int:
                                               "killed pytest-mlab sessions and workers")
     clean.add_argument("--all", action="store_true", help="also remove the docker containers of sessions still running")
     clean.set_defaults(run=_clean)
+    from pytest_mlab.cli.baseline import add_command as add_baseline
     from pytest_mlab.cli.results import add_commands
 
     add_commands(commands)
+    add_baseline(commands)
     args = parser.parse_args(argv)
     try:
         return args.run(args) if "run" in args else _prepare(args)
