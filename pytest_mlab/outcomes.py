@@ -68,6 +68,7 @@ class Failure(_Word):
     PROVIDER_ERROR = "provider error"
     BUDGET_SPENT = "budget spent"
     INVALID_SUBMISSION = "invalid submission"
+    GRADER_ERROR = "grader error"  # the task's grader crashed: the harness failed, not the agent
     NO_BASELINE = "no baseline"
     BASELINE_MISMATCH = "baseline mismatch"
     BELOW_THRESHOLD = "below threshold"

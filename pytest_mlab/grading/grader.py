@@ -31,6 +31,9 @@ GRADER_TIMEOUT = 1800.0
 class Grade:
     score: float | None
     invalid_reason: str | None = None  # set when the submission could not be scored
+    # the grader itself failed (raised something other than InvalidSubmission, died, timed out):
+    # nothing is known about the submission, so the run is not the agent's failure
+    grader_failed: bool = False
 
     @property
     def valid(self) -> bool:
@@ -40,8 +43,8 @@ class Grade:
 def grade_snapshot(task: TaskSpec, store: SnapshotStore, snapshot_id: str, data: PreparedData, *, sandbox: str,
                    options: SandboxOptions) -> Grade:
     """Materialise the snapshot outside any workspace, run the task's measure step if it has one
-    (in a ``sandbox`` of that kind, with ``options``), and score it; grader failures are invalid
-    submissions."""
+    (in a ``sandbox`` of that kind, with ``options``), and score it. A submission the grader rejects
+    (InvalidSubmission) is invalid; a grader that fails otherwise is a grader failure."""
     with tempfile.TemporaryDirectory(prefix=owned_prefix("grade")) as scratch:
         workspace = Path(scratch) / "workspace"
         links = store.materialize_regular(snapshot_id, workspace, link_paths=data.public_files())
@@ -60,9 +63,11 @@ def grade_snapshot(task: TaskSpec, store: SnapshotStore, snapshot_id: str, data:
     if result.invalid is not None:
         return Grade(None, result.invalid)
     if result.error is not None:
-        return Grade(None, f"the grader failed: {result.error}")
+        return Grade(None, f"the grader failed: {result.error}", grader_failed=True)
     value = result.value
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):  # a grader bug, whatever was submitted
+        return Grade(None, f"the grader returned {value!r}, not a number", grader_failed=True)
+    if not math.isfinite(value):  # e.g. a score computed from the submission's NaN
         return Grade(None, f"the grader returned {value!r}, not a finite number")
     return Grade(float(value))
 

@@ -32,12 +32,19 @@ def judge(task: TaskSpec, baseline: float | None, grade: Grade, end_reason: EndR
     """The item's assertion. ``expect='baseline'``: the submission reproduces the recorded baseline;
     ``expect='success'``: it beats the baseline by more than the task's threshold. ``unmeasured``:
     scores the agent claimed that no executed code printed (see grading/claims.py); a failed run
-    that claimed such a score is categorised "claimed but unmeasured"."""
+    that claimed such a score is categorised "claimed but unmeasured". A grader that crashed is a
+    "grader error", a category of its own that still counts as a failed run."""
     metric = task.metric
     end_reason = EndReason(end_reason)
     if end_reason.cut_short:
         cause = detail.strip().splitlines()[-1] if detail and detail.strip() else "see the trace"
         return Verdict(False, False, None, f"the run {end_reason}: {cause}", Failure.of_end(end_reason))
+    if grade.grader_failed:
+        # Not "invalid submission" (it says nothing about the submission), and not the harness's
+        # failure either: a submission can be made to crash a grader that trusts it, and an agent
+        # must not buy its way out of the success denominator, or a retry under --mlab-resume, that
+        # way. Fix the grader, then `pytest-mlab rescore` re-grades the saved snapshots.
+        return Verdict(False, False, None, f"grader error: {grade.invalid_reason}", Failure.GRADER_ERROR)
     if not grade.valid:
         if unmeasured and end_reason == EndReason.FINAL_ANSWER and expect == "success":
             return Verdict(False, False, None, f"invalid submission: {grade.invalid_reason}; yet the agent claimed "

@@ -74,14 +74,11 @@ def summarize(runs: list[RunResult]) -> dict[str, Any]:
 def aggregate(runs: list[RunResult]) -> dict[str, Any]:
     """``groups``: one row per (task, agent, llm, variant); ``agents``: per (agent, llm, variant), the
     paper's headline (success rate averaged over tasks, each task weighted equally)."""
-    grouped: dict[tuple, list[RunResult]] = defaultdict(list)
-    for run in runs:
-        grouped[group_key(run)].append(run)
     groups = []
-    for key in sorted(grouped, key=_sort_key):
-        first = grouped[key][0]
+    for key, members in _by_group(runs):
+        first = members[0]
         groups.append({**dict(zip(GROUP_KEYS, key)), "metric": first.metric, "direction": first.direction,
-                       "paper": PAPER_TAG in (first.tags or ()), **summarize(grouped[key])})
+                       "paper": PAPER_TAG in (first.tags or ()), **summarize(members)})
     by_agent: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for group in groups:
         by_agent[group_key(group, AGENT_KEYS)].append(group)
@@ -103,6 +100,28 @@ def aggregate(runs: list[RunResult]) -> dict[str, Any]:
                        "mean_tokens": _mean(run.tokens for run in agent_runs),
                        "total_cost": sum(run.cost or 0.0 for run in agent_runs)})
     return {"groups": groups, "agents": agents}
+
+
+def metric_spread(runs: list[RunResult]) -> list[dict[str, Any]]:
+    """The raw metric per (task, agent, llm, variant) over its valid submissions: ``scored`` of
+    ``runs`` were scored; their mean, sample standard deviation (None below 2), min and max."""
+    rows = []
+    for key, members in _by_group(runs):
+        scores = [float(run.score) for run in members if run.valid and run.score is not None and math.isfinite(run.score)]
+        mean = _mean(scores)
+        std = math.sqrt(sum((score - mean) ** 2 for score in scores) / (len(scores) - 1)) if len(scores) > 1 else None
+        rows.append({**dict(zip(GROUP_KEYS, key)), "metric": members[0].metric, "direction": members[0].direction,
+                     "baseline": members[0].baseline, "runs": len(members), "scored": len(scores), "mean": mean,
+                     "std": std, "min": min(scores, default=None), "max": max(scores, default=None)})
+    return rows
+
+
+def _by_group(runs: list[RunResult]) -> list[tuple[tuple, list[RunResult]]]:
+    """The runs of each (task, agent, llm, variant), in the tables' order."""
+    grouped: dict[tuple, list[RunResult]] = defaultdict(list)
+    for run in runs:
+        grouped[group_key(run)].append(run)
+    return [(key, grouped[key]) for key in sorted(grouped, key=_sort_key)]
 
 
 def _sort_key(key: tuple) -> tuple:

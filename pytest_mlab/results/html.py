@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_mlab.errors import TraceError
-from pytest_mlab.results.aggregate import aggregate
+from pytest_mlab.results.aggregate import aggregate, metric_spread
+from pytest_mlab.results.environment import describe_environment
 from pytest_mlab.results.record import RunResult
 from pytest_mlab.results.strict_json import dumps
 from pytest_mlab.trace.step_scores import saved_step_scores
@@ -24,13 +25,20 @@ from pytest_mlab.trace import SnapshotStore, read_trace
 
 THINKING_KEYS = ("thinking", "reflection", "research_plan", "plan", "fact_check", "thought", "reasoning")
 MAX_TEXT = 20_000  # characters of one observation or argument shown in the report
+MAX_LLM_TEXT = 200_000  # characters of one prompt or completion: whole, but for the most extreme
+LLM_FIELDS = ("role", "model", "purpose", "prompt_tokens", "completion_tokens", "cost", "cached", "attempts",
+              "failure", "message")
 MAX_DIFF_FILE = 256 * 1024
 MAX_DIFF_LINES = 400
 MAX_DIFF_FILES = 200  # files one step's diff shows; the rest are counted
 
 
-def write_report(out_dir: Path, runs: list[RunResult], plots: list[Path], title: str = "pytest-mlab report") -> Path:
-    data = {"title": title, "aggregate": aggregate(runs), "runs": [_run(run) for run in sorted(runs, key=lambda r: r.nodeid)],
+def write_report(out_dir: Path, runs: list[RunResult], plots: list[Path], title: str = "pytest-mlab report",
+                 settings: dict[str, Any] | None = None) -> Path:
+    """``settings``: the session's, as results.json holds them; its ``environment``, when recorded,
+    heads the page, else the environment writing the report does."""
+    data = {"title": title, "header": _header(runs, settings or {}), "aggregate": aggregate(runs),
+            "metrics": metric_spread(runs), "runs": [_run(run) for run in sorted(runs, key=lambda r: r.nodeid)],
             "plots": [{"name": path.stem.replace("_", " "), "src": _data_uri(path)} for path in plots]}
     template = resources.files("pytest_mlab.results").joinpath("report_template.html").read_text(encoding="utf-8")
     page = (template.replace("{{TITLE}}", html.escape(title))
@@ -40,19 +48,34 @@ def write_report(out_dir: Path, runs: list[RunResult], plots: list[Path], title:
     return path
 
 
+def _header(runs: list[RunResult], settings: dict[str, Any]) -> dict[str, Any]:
+    """What the page's header says: when, which commit, where, and with which models."""
+    environment = settings.get("environment") or describe_environment(settings.get("invocation_dir"))
+    return {**environment, "isolation": settings.get("isolation"),
+            "sandboxes": sorted({run.sandbox for run in runs if run.sandbox}),
+            "llms": sorted({run.llm for run in runs if run.llm})}
+
+
 def _data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
 
-def _cap(text: Any) -> str:
+def _cap(text: Any, limit: int = MAX_TEXT) -> str:
     text = text if isinstance(text, str) else json.dumps(text, indent=1, default=str)
-    if len(text) <= MAX_TEXT:
+    if len(text) <= limit:
         return text
-    return text[:MAX_TEXT] + f"\n... ({len(text) - MAX_TEXT} more characters in the trace)"
+    return text[:limit] + f"\n... ({len(text) - limit} more characters in the trace)"
+
+
+def _llm_call(record: dict[str, Any]) -> dict[str, Any]:
+    """One LLM call as the step viewer shows it: its numbers, and its prompt and completion whole."""
+    texts = {key: None if record.get(key) is None else _cap(record[key], MAX_LLM_TEXT) for key in ("prompt", "completion")}
+    return {**{key: record.get(key) for key in LLM_FIELDS}, **texts}
 
 
 def _run(result: RunResult) -> dict[str, Any]:
-    run = {**result.to_dict(), "steps": [], "ended": None, "curve": None, "problem": None}
+    """The run's row plus its trace: ``steps`` stays the row's count, ``step_records`` the steps."""
+    run = {**result.to_dict(), "step_records": [], "ended": None, "curve": None, "problem": None, "late_llm": []}
     run_dir = Path(result.run_dir) if result.run_dir else None
     if run_dir is None:
         return run
@@ -66,11 +89,10 @@ def _run(result: RunResult) -> dict[str, Any]:
     for record in records:
         kind = record.get("type")
         if kind == "llm":
-            pending_llm.append({key: record.get(key) for key in (
-                "role", "model", "prompt_tokens", "completion_tokens", "cost", "cached")})
+            pending_llm.append(_llm_call(record))
         elif kind == "step":
             snapshot = record.get("snapshot")
-            run["steps"].append({
+            run["step_records"].append({
                 "step": record.get("step"), "action": _cap(record.get("action")),
                 "arguments": _cap(record.get("arguments")), "observation": _cap(record.get("observation", "")),
                 "error": bool(record.get("error")), "duration": record.get("duration"),
@@ -82,6 +104,7 @@ def _run(result: RunResult) -> dict[str, Any]:
             pending_llm, previous = [], snapshot or previous
         elif kind == "ended":
             run["ended"] = {"reason": record.get("reason"), "detail": _cap(record.get("detail") or "")}
+    run["late_llm"] = pending_llm  # calls after the last step (the one a provider failed on, say)
     curve = saved_step_scores(run_dir)
     run["curve"] = curve["steps"] if curve else None
     return run

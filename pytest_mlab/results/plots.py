@@ -1,5 +1,12 @@
 """The paper's figures as PNGs: success rate and average improvement per task and agent (grouped
-bars, the baseline agent in grey), and efficiency (tokens per run against success rate).
+bars, the baseline agent in grey), failure categories and cost per agent, and efficiency (tokens
+per run against success rate).
+
+A figure with nothing to show (no valid submission, no failure, no LLM call, nothing paid) is
+not drawn, and an earlier session's file of that name is removed, so neither the folder nor the
+report shows an empty or stale plot. When one task's improvement dwarfs the rest (beyond
+:data:`SYMLOG_ABOVE`), the improvement axis turns symmetric-logarithmic, linear within
+:data:`SYMLOG_LINEAR`, so the other tasks' bars stay readable.
 
 matplotlib is imported here only, with the Agg backend, when a session writes its report.
 """
@@ -7,17 +14,25 @@ matplotlib is imported here only, with the Agg backend, when a session writes it
 from __future__ import annotations
 
 import textwrap
+from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from pytest_mlab.outcomes import Failure
 from pytest_mlab.results.aggregate import agent_label
 
 BASELINE_AGENT = "baseline"
-PLOTS = ("success_rate.png", "improvement.png", "efficiency.png")
+PLOTS = ("success_rate.png", "improvement.png", "failures.png", "cost.png", "efficiency.png")
+SYMLOG_ABOVE = 1.0  # an improvement beyond +-100% turns the improvement axis symmetric-logarithmic
+SYMLOG_LINEAR = 0.1  # ... linear within +-10%
+# failures of the harness, not the agent: hatched in the failure figure
+HARNESS_FAILURES = frozenset({Failure.PROVIDER_ERROR, Failure.BUDGET_SPENT})
+
+Value = Callable[[str, str], "float | None"]
 
 
 def write_plots(out_dir: Path, summary: dict[str, Any]) -> list[Path]:
-    """Every figure into ``out_dir/plots``; nothing when there are no groups."""
+    """Every figure with something to show into ``out_dir/plots``; nothing when there are no groups."""
     if not summary["groups"]:
         return []
     import matplotlib
@@ -29,9 +44,12 @@ def write_plots(out_dir: Path, summary: dict[str, Any]) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     with plt.rc_context({"font.size": 10, "axes.spines.top": False, "axes.spines.right": False}):
-        for name, draw in zip(PLOTS, (_success, _improvement, _efficiency)):
-            figure = draw(plt, summary)
+        for name, draw in zip(PLOTS, (_success, _improvement, _failures, _cost, _efficiency)):
             path = folder / name
+            figure = draw(plt, summary)
+            if figure is None:
+                path.unlink(missing_ok=True)
+                continue
             figure.savefig(path, dpi=110, bbox_inches="tight")
             plt.close(figure)
             paths.append(path)
@@ -40,9 +58,12 @@ def write_plots(out_dir: Path, summary: dict[str, Any]) -> list[Path]:
 
 def _layout(summary: dict[str, Any]) -> tuple[list[str], list[str], dict[tuple[str, str], dict[str, Any]]]:
     tasks = sorted({row["task"] for row in summary["groups"]})
-    labels = sorted({agent_label(row) for row in summary["groups"]}, key=lambda label: (label != BASELINE_AGENT, label))
     cells = {(row["task"], agent_label(row)): row for row in summary["groups"]}
-    return tasks, labels, cells
+    return tasks, _ordered({label for _, label in cells}), cells
+
+
+def _ordered(labels: set[str]) -> list[str]:
+    return sorted(labels, key=lambda label: (label != BASELINE_AGENT, label))
 
 
 def _colors(plt, labels: list[str]) -> dict[str, Any]:
@@ -53,55 +74,114 @@ def _colors(plt, labels: list[str]) -> dict[str, Any]:
     return colors
 
 
-def _bars(plt, summary: dict[str, Any], value, ylabel: str, title: str, error=None):
-    """Grouped bars: one group per task, one bar per agent; width grows with the number of tasks."""
-    tasks, labels, cells = _layout(summary)
+def _cell(summary: dict[str, Any], field: str) -> Value:
+    """``field`` of the (task, agent) group, for the per-task figures."""
+    cells = _layout(summary)[2]
+    return lambda task, label: (cells.get((task, label)) or {}).get(field)
+
+
+def _grouped(plt, categories: list[str], labels: list[str], value: Value, ylabel: str, title: str,
+             error: Callable[[str, str], tuple[float, float]] | None = None,
+             hatched: frozenset[str] = frozenset()):
+    """Grouped bars: one group per category (a task, a failure), one bar per agent; the width
+    grows with the number of categories. ``hatched``: categories drawn hatched."""
     colors = _colors(plt, labels)
     width = 0.8 / len(labels)
-    figure, axes = plt.subplots(figsize=(max(6.0, 1.2 + len(tasks) * (0.5 + 0.35 * len(labels))), 4.8))
+    figure, axes = plt.subplots(figsize=(max(6.0, 1.2 + len(categories) * (0.5 + 0.35 * len(labels))), 4.8))
     for index, label in enumerate(labels):
-        xs, ys, errs = [], [], [[], []]
-        for position, task in enumerate(tasks):
-            row = cells.get((task, label))
-            if row is None or value(row) is None:
+        xs, ys, errs, hatches = [], [], [[], []], []
+        for position, category in enumerate(categories):
+            y = value(category, label)
+            if y is None:
                 continue
             xs.append(position - 0.4 + width * (index + 0.5))
-            ys.append(value(row))
+            ys.append(y)
+            hatches.append("//" if category in hatched else None)
             if error is not None:
-                low, high = error(row)
-                errs[0].append(max(0.0, value(row) - low))
-                errs[1].append(max(0.0, high - value(row)))
-        axes.bar(xs, ys, width * 0.92, label=label, color=colors[label],
-                 yerr=errs if error is not None and xs else None, capsize=3 if error is not None else 0)
-    axes.set_xticks(range(len(tasks)))
-    axes.set_xticklabels([textwrap.fill(task, 14) for task in tasks], rotation=30 if len(tasks) > 4 else 0,
-                         ha="right" if len(tasks) > 4 else "center")
+                low, high = error(category, label)
+                errs[0].append(max(0.0, y - low))
+                errs[1].append(max(0.0, high - y))
+        bars = axes.bar(xs, ys, width * 0.92, label=label, color=colors[label],
+                        yerr=errs if error is not None and xs else None, capsize=3 if error is not None else 0)
+        for bar, hatch in zip(bars, hatches):
+            bar.set_hatch(hatch)
+    rotate = len(categories) > 4
+    axes.set_xticks(range(len(categories)))
+    axes.set_xticklabels([textwrap.fill(category, 14) for category in categories], rotation=30 if rotate else 0,
+                         ha="right" if rotate else "center")
     axes.set_ylabel(ylabel)
     axes.set_title(title)
-    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18 if len(tasks) <= 4 else -0.3),
-                ncol=min(4, len(labels)), frameon=False)
+    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3 if rotate else -0.18), ncol=min(4, len(labels)),
+                frameon=False)
     return figure
 
 
 def _success(plt, summary: dict[str, Any]):
-    figure = _bars(plt, summary, lambda row: row["success_rate"], "success rate",
-                   "Success rate per task (95% Wilson interval)", error=lambda row: (row["ci_low"], row["ci_high"]))
+    tasks, labels, _ = _layout(summary)
+    rate, low, high = (_cell(summary, field) for field in ("success_rate", "ci_low", "ci_high"))
+    figure = _grouped(plt, tasks, labels, rate, "success rate", "Success rate per task (95% Wilson interval)",
+                      error=lambda task, label: (low(task, label), high(task, label)))
     figure.axes[0].set_ylim(0, 1.05)
     figure.axes[0].yaxis.set_major_formatter(_percent_formatter())
     return figure
 
 
 def _improvement(plt, summary: dict[str, Any]):
-    figure = _bars(plt, summary, lambda row: row["mean_improvement"], "average improvement over baseline",
-                   "Average improvement per task (valid submissions)")
-    figure.axes[0].axhline(0.0, color="black", linewidth=0.8)
+    """None without any valid submission; symmetric-log when one bar would flatten the others."""
+    values = [row["mean_improvement"] for row in summary["groups"] if row["mean_improvement"] is not None]
+    if not values:
+        return None
+    tasks, labels, _ = _layout(summary)
+    steep = max(abs(value) for value in values) > SYMLOG_ABOVE
+    scale = f"; symmetric log scale, linear within ±{SYMLOG_LINEAR:.0%}" if steep else ""
+    figure = _grouped(plt, tasks, labels, _cell(summary, "mean_improvement"), "average improvement over baseline",
+                      f"Average improvement per task (valid submissions{scale})")
+    axes = figure.axes[0]
+    if steep:
+        axes.set_yscale("symlog", linthresh=SYMLOG_LINEAR)
+    axes.axhline(0.0, color="black", linewidth=0.8)
+    axes.yaxis.set_major_formatter(_percent_formatter())
+    return figure
+
+
+def _failures(plt, summary: dict[str, Any]):
+    """The paper's failure figure: per failure category, the share of each agent's runs; None
+    when no run failed. Failures of the harness are hatched."""
+    runs: Counter[str] = Counter()
+    failures: dict[str, Counter[str]] = {}
+    for row in summary["groups"]:
+        label = agent_label(row)
+        runs[label] += row["runs"]
+        failures.setdefault(label, Counter()).update(row["failures"])
+    totals = sum(failures.values(), Counter())
+    if not totals:
+        return None
+    categories = [category for category, _ in sorted(totals.items(), key=lambda item: (-item[1], item[0]))]
+    figure = _grouped(plt, categories, _ordered(set(runs)),
+                      lambda category, label: failures[label][category] / runs[label],
+                      "share of the agent's runs", "Failure categories (hatched: the harness failed, not the agent)",
+                      hatched=HARNESS_FAILURES)
     figure.axes[0].yaxis.set_major_formatter(_percent_formatter())
     return figure
 
 
+def _cost(plt, summary: dict[str, Any]):
+    """Mean LLM cost per run, per task and agent; None when nothing was paid for."""
+    if not any(row["total_cost"] for row in summary["groups"]):
+        return None
+    tasks, labels, _ = _layout(summary)
+    figure = _grouped(plt, tasks, labels, _cell(summary, "mean_cost"), "mean cost per run (USD)",
+                      "LLM cost per run")
+    figure.axes[0].yaxis.set_major_formatter("${x:,.2f}")
+    return figure
+
+
 def _efficiency(plt, summary: dict[str, Any]):
-    """One point per agent: mean tokens per run against the average success rate over tasks."""
+    """One point per agent: mean tokens per run against the average success rate over tasks;
+    None when no agent called an LLM."""
     agents = summary["agents"]
+    if not any(row["mean_tokens"] for row in agents):
+        return None
     labels = [agent_label(row) for row in agents]
     colors = _colors(plt, labels)
     figure, axes = plt.subplots(figsize=(6.4, 4.8))
@@ -109,6 +189,7 @@ def _efficiency(plt, summary: dict[str, Any]):
         axes.scatter([row["mean_tokens"] or 0.0], [row["average_success_rate"] or 0.0], s=80,
                      color=colors[label], label=label, edgecolors="black", linewidths=0.5)
     axes.set_xlabel("mean tokens per run")
+    axes.set_xlim(left=0)
     axes.set_ylabel("average success rate over tasks")
     axes.set_ylim(-0.05, 1.05)
     axes.yaxis.set_major_formatter(_percent_formatter())

@@ -27,7 +27,7 @@ class Outputs:
 def write_outputs(out_dir: Path, runs: list[RunResult], settings: dict[str, Any]) -> Outputs:
     results = write_results(out_dir, runs, settings)
     plots = write_plots(out_dir, aggregate(runs))
-    report = write_report(out_dir, runs, plots)
+    report = write_report(out_dir, runs, plots, settings=settings)
     return Outputs(results, report, plots)
 
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from pytest_mlab.results.aggregate import aggregate, wilson_interval
+from pytest_mlab.results.aggregate import aggregate, metric_spread, wilson_interval
 from tests.results.builders import run, seeds
 
 
@@ -108,3 +108,17 @@ def test_infrastructure_failures_are_counted_apart_and_left_out_of_the_papers_de
     assert agent["infrastructure_failures"] == 1
     only_infra = aggregate([run(task="b", success=False, infrastructure=True, failure="crashed")])["groups"][0]
     assert only_infra["success_rate_excluding_infrastructure"] is None  # no run said anything about the agent
+
+
+def test_the_raw_metric_spread_covers_the_valid_submissions_of_each_group():
+    runs = [run(seed=0, score=0.8), run(seed=1, score=0.9), run(seed=2, score=1.0),
+            run(seed=3, score=None, valid=False, improvement=None),
+            run("diabetes", "baseline", metric="mae", direction="minimize", baseline=57.0, score=57.5)]
+    diabetes, digits = metric_spread(runs)
+    assert (digits["task"], digits["agent"], digits["metric"], digits["baseline"]) == ("digits", "reference", "accuracy", 0.6)
+    assert (digits["runs"], digits["scored"]) == (4, 3)
+    assert digits["mean"] == pytest.approx(0.9) and digits["std"] == pytest.approx(0.1)  # sample deviation
+    assert (digits["min"], digits["max"]) == (0.8, 1.0)
+    assert (diabetes["scored"], diabetes["mean"], diabetes["std"], diabetes["direction"]) == (1, 57.5, None, "minimize")
+    (unscored,) = metric_spread([run(score=None, valid=False)])
+    assert [unscored[key] for key in ("scored", "mean", "std", "min", "max")] == [0, None, None, None, None]

@@ -2,21 +2,33 @@
 
 from __future__ import annotations
 
-import matplotlib.image
+import matplotlib
 
-from pytest_mlab.results.aggregate import aggregate
-from pytest_mlab.results.plots import PLOTS, write_plots
-from tests.results.builders import run
+matplotlib.use("Agg")
+import matplotlib.image  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+
+from pytest_mlab.results import plots  # noqa: E402
+from pytest_mlab.results.aggregate import aggregate  # noqa: E402
+from pytest_mlab.results.plots import PLOTS, write_plots  # noqa: E402
+from tests.results.builders import run  # noqa: E402
+
+FAILURES = ("below threshold", "step limit", "provider error")
 
 
-def benchmark(tasks: int) -> list:
+def benchmark(tasks: int, llm_runs: bool = True) -> list:
     runs = []
+    agents = (("baseline", None), ("research", "gpt-4"), ("research", "claude-3-opus")) if llm_runs else (
+        ("baseline", None), ("reference", None))
     for index in range(tasks):
         task = f"task-with-a-long-name-{index}"
-        for agent, llm in (("baseline", None), ("research", "gpt-4"), ("research", "claude-3-opus")):
+        for agent, llm in agents:
             for seed in range(2):
-                runs.append(run(task, agent, seed, llm=llm, success=(seed + index) % 2 == 0,
-                                improvement=0.05 * index - 0.1, tokens=0 if llm is None else 20000 + 1000 * seed))
+                success = (seed + index) % 2 == 0
+                runs.append(run(task, agent, seed, llm=llm, success=success, passed=success,
+                                failure=None if success else FAILURES[index % 3],
+                                improvement=0.05 * index - 0.1, tokens=0 if llm is None else 20000 + 1000 * seed,
+                                cost=0.0 if llm is None else 0.02 * (index + 1)))
     return runs
 
 
@@ -39,3 +51,38 @@ def test_figures_widen_with_the_number_of_tasks(tmp_path):
 def test_no_runs_no_figures(tmp_path):
     assert write_plots(tmp_path, aggregate([])) == []
     assert not (tmp_path / "plots").exists()
+
+
+def test_one_dominant_task_turns_the_improvement_axis_symmetric_log():
+    runs = benchmark(3) + [run("outlier", "research", llm="gpt-4", improvement=7.4)]
+    steep = plots._improvement(plt, aggregate(runs))
+    gentle = plots._improvement(plt, aggregate(benchmark(3)))
+    try:
+        assert steep.axes[0].get_yscale() == "symlog" and "symmetric log" in steep.axes[0].get_title()
+        assert gentle.axes[0].get_yscale() == "linear" and "log" not in gentle.axes[0].get_title()
+    finally:
+        plt.close("all")
+
+
+def test_figures_with_nothing_to_show_are_left_out_and_their_old_files_removed(tmp_path):
+    assert [path.name for path in write_plots(tmp_path, aggregate(benchmark(2)))] == list(PLOTS)
+    quiet = [run("digits", agent) for agent in ("baseline", "reference")]  # no LLM, nothing paid, nothing failed
+    assert [path.name for path in write_plots(tmp_path, aggregate(quiet))] == ["success_rate.png", "improvement.png"]
+    assert sorted(path.name for path in (tmp_path / "plots").iterdir()) == ["improvement.png", "success_rate.png"]
+    unscored = [run("digits", valid=False, score=None, improvement=None, success=False, passed=False,
+                    failure="invalid submission")]
+    assert [path.name for path in write_plots(tmp_path, aggregate(unscored))] == ["success_rate.png", "failures.png"]
+
+
+def test_the_failure_figure_shows_shares_of_each_agents_runs_and_hatches_the_harness(tmp_path):
+    figure = plots._failures(plt, aggregate(benchmark(3, llm_runs=False)))
+    try:
+        axes = figure.axes[0]
+        labels = [label.get_text().replace("\n", " ") for label in axes.get_xticklabels()]
+        assert sorted(labels) == sorted(FAILURES)
+        heights = [bar.get_height() for bar in axes.patches]
+        assert max(heights) <= 1.0 and sum(heights) > 0
+        hatched = {round(bar.get_x() + bar.get_width() / 2) for bar in axes.patches if bar.get_hatch()}
+        assert hatched == {labels.index("provider error")}
+    finally:
+        plt.close(figure)
