@@ -1,12 +1,13 @@
-"""Data for the cifar10 task, in the CIFAR-10 "python version" archive layout.
+"""Data for the cifar10 task, in the CIFAR-10 "python version" archive layout, under data/ as
+torchvision's CIFAR10(root="./data") unpacks it (the original's starter and prepare script use that root).
 
-public/cifar-10-batches-py/data_batch_1 .. data_batch_5   pickled dicts: b"batch_label", b"labels"
-                                                           (list of int), b"data" (uint8 N x 3072,
-                                                           channel-major rows: 1024 red, 1024 green,
-                                                           1024 blue), b"filenames"
-public/cifar-10-batches-py/test_batch                      the same dict without b"labels"
-public/cifar-10-batches-py/batches.meta                    b"label_names", b"num_cases_per_batch", b"num_vis"
-hidden/answers.csv                                         id (row of test_batch), label
+public/data/cifar-10-batches-py/data_batch_1 .. data_batch_5   pickled dicts: b"batch_label", b"labels"
+                                                                (list of int), b"data" (uint8 N x 3072,
+                                                                channel-major rows: 1024 red, 1024 green,
+                                                                1024 blue), b"filenames"
+public/data/cifar-10-batches-py/test_batch                      the same dict without b"labels"
+public/data/cifar-10-batches-py/batches.meta                    b"label_names", b"num_cases_per_batch", b"num_vis"
+hidden/answers.csv                                              id (row of test_batch), label
 
 ``mini`` draws 32x32 colour images of ten synthetic classes (a smooth class template, shifted,
 recoloured and noised per image), deterministically from the seed. ``full`` downloads the real
@@ -23,7 +24,8 @@ import tarfile
 import numpy as np
 import pandas as pd
 
-FOLDER = "cifar-10-batches-py"
+FOLDER = "cifar-10-batches-py"  # the archive's top folder, kept as is under DATA
+DATA = "data"
 LABEL_NAMES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
 URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 SHA256 = "6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce"
@@ -70,7 +72,7 @@ def _write_answers(hidden: pathlib.Path, labels) -> None:
 
 
 def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
-    folder = pathlib.Path(public) / FOLDER
+    folder = pathlib.Path(public) / DATA / FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     pathlib.Path(hidden).mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
@@ -95,7 +97,7 @@ def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathl
     from pytest_mlab.data.fetch import download
 
     archive = download(URL, pathlib.Path(downloads) / "cifar-10-python.tar.gz", sha256=SHA256, size=SIZE)
-    folder = pathlib.Path(public) / FOLDER
+    folder = pathlib.Path(public) / DATA / FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     pathlib.Path(hidden).mkdir(parents=True, exist_ok=True)
     names = [f"data_batch_{batch}" for batch in range(1, 6)] + ["batches.meta", "test_batch"]

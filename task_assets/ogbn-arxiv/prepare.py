@@ -1,15 +1,17 @@
-"""Data for the ogbn-arxiv task, in OGB's raw on-disk layout, so that
-``PygNodePropPredDataset(name="ogbn-arxiv", root=".")`` processes it offline without downloading.
+"""Data for the ogbn-arxiv task, in OGB's raw on-disk layout under networks/ (the root the original
+uses), so that ``PygNodePropPredDataset(name="ogbn-arxiv", root="networks")`` processes it offline
+without downloading.
 
-public/ogbn_arxiv/RELEASE_v1.txt
-public/ogbn_arxiv/raw/{edge,node-feat,node-label,node_year,num-node-list,num-edge-list}.csv.gz
-public/ogbn_arxiv/split/time/{train,valid,test}.csv.gz
-public/ogbn_arxiv/mapping/{labelidx2arxivcategeory,nodeidx2paperid}.csv.gz
+public/networks/ogbn_arxiv/RELEASE_v1.txt
+public/networks/ogbn_arxiv/raw/{edge,node-feat,node-label,node_year,num-node-list,num-edge-list}.csv.gz
+public/networks/ogbn_arxiv/split/time/{train,valid,test}.csv.gz
+public/networks/ogbn_arxiv/mapping/{labelidx2arxivcategeory,nodeidx2paperid}.csv.gz
 hidden/answers.csv   id (node index), label (the test nodes' subject areas)
 
 The test nodes' labels in node-label.csv.gz are replaced by -1; only hidden/answers.csv has them.
 ``mini`` generates a small citation graph (papers cite mostly papers of their own subject area;
-features are noisy per-area centroids) from the seed, with OGB's time split (train: before 2018,
+features are noisy per-area centroids; the areas are unevenly sized, a few large and many small,
+as on arXiv) from the seed, with OGB's time split (train: before 2018,
 valid: 2018, test: 2019 onwards). ``full`` downloads OGB's arxiv.zip and hides the test labels.
 """
 
@@ -23,12 +25,12 @@ import zipfile
 import numpy as np
 import pandas as pd
 
-DIR = "ogbn_arxiv"
+DIR = "networks/ogbn_arxiv"
 URL = "http://snap.stanford.edu/ogb/data/nodeproppred/arxiv.zip"
 SHA256: str | None = None  # OGB publishes no checksum; the zip's own CRCs are checked
 SIZE: int | None = None  # not published either; a cut download fails the zip checks below
 NUM_CLASSES = 40
-MINI_NODES = 3000
+MINI_NODES = 10000  # enough training papers for several 1,024-paper steps per epoch
 MINI_FEATURES = 128
 GZIP = {"method": "gzip", "mtime": 0}  # fixed header timestamp: same seed, same bytes
 
@@ -55,7 +57,8 @@ def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
     root = pathlib.Path(public) / DIR
     rng = np.random.default_rng(seed)
     n = MINI_NODES
-    labels = rng.integers(0, NUM_CLASSES, size=n)
+    area_weights = 1.0 / np.arange(1, NUM_CLASSES + 1)
+    labels = rng.choice(NUM_CLASSES, size=n, p=area_weights / area_weights.sum())
     years = np.sort(rng.choice(np.arange(1995, 2021), size=n, p=np.linspace(1, 6, 26) / np.linspace(1, 6, 26).sum()))
     centroids = rng.normal(0.0, 1.0, size=(NUM_CLASSES, MINI_FEATURES))
     features = 0.05 * (centroids[labels] * 0.35 + rng.normal(0.0, 1.0, size=(n, MINI_FEATURES)))

@@ -2,7 +2,8 @@
 
 public/train_clinical_data.csv         visit_id, patient_id, visit_month, updrs_1..updrs_4,
                                        upd23b_clinical_state_on_medication
-public/supplemental_clinical_data.csv  the same columns, patients without protein samples
+public/supplemental_clinical_data.csv  the same columns, clinical records without protein samples,
+                                       kept only for the patients of train_clinical_data.csv
 public/train_peptides.csv              visit_id, visit_month, patient_id, UniProt, Peptide, PeptideAbundance
 public/train_proteins.csv              visit_id, visit_month, patient_id, UniProt, NPX
 public/example_test_files/             test.csv, test_peptides.csv, test_proteins.csv, sample_submission.csv
@@ -14,20 +15,25 @@ hidden/expected_ids.csv                every prediction_id the submission must r
 
 ``mini`` generates 260 patients followed for up to eight years, whose UPDRS parts 1-4 follow a
 patient-specific severity and progression rate, with cerebrospinal-fluid protein and peptide
-levels for most visits (some of them tracking the severity). ``full`` downloads the
-competition's files and holds out 20% of the patients of train_clinical_data.csv.
+levels for most visits (some of them tracking the severity), and 120 supplemental patients.
+``full`` downloads the competition's files. Both hold out 2 patients of train_clinical_data.csv,
+drawn as the original benchmark draws them, and keep the other files' rows of the remaining
+patients of train_clinical_data.csv only (so supplemental patients who are not among them are
+dropped, as in the original).
 """
 
 from __future__ import annotations
 
 import pathlib
+import random
 import shutil
 
 import numpy as np
 import pandas as pd
 
 COMPETITION = "amp-parkinsons-disease-progression-prediction"
-TEST_FRACTION = 0.2
+TEST_PATIENTS = 2
+ORIGINAL_SEED = 42  # the original draws its test patients after random.seed(42)
 UPDRS = ["updrs_1", "updrs_2", "updrs_3", "updrs_4"]
 HORIZONS = [0, 6, 12, 24]
 MONTHS = [0, 3, 6, 9, 12, 18, 24, 30, 36, 42, 48, 54, 60, 72, 84, 96, 108]
@@ -42,29 +48,36 @@ def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
     rng = np.random.default_rng(seed)
     clinical, peptides, proteins = generate(rng, np.arange(1, 261) * 37 + 17, with_samples=True)
     supplemental, _p, _q = generate(rng, np.arange(1, 121) * 41 + 20000, with_samples=False)
-    patients = np.sort(clinical["patient_id"].unique())
-    held = patients[np.random.default_rng(seed + 1).permutation(len(patients))[: int(round(TEST_FRACTION * len(patients)))]]
-    write(clinical, supplemental, peptides, proteins, set(held), pathlib.Path(public), pathlib.Path(hidden))
+    write(clinical, supplemental, peptides, proteins, held_out_patients(clinical, seed), pathlib.Path(public),
+          pathlib.Path(hidden))
 
 
 def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathlib.Path) -> None:
-    from pytest_mlab.data import kaggle_competition, split_ids
+    from pytest_mlab.data import kaggle_competition
 
     folder = kaggle_competition(COMPETITION, downloads)
     clinical = pd.read_csv(folder / "train_clinical_data.csv")
-    _kept, held = split_ids(clinical["patient_id"].unique(), TEST_FRACTION, seed)
     write(clinical, pd.read_csv(folder / "supplemental_clinical_data.csv"), pd.read_csv(folder / "train_peptides.csv"),
-          pd.read_csv(folder / "train_proteins.csv"), set(held.tolist()), pathlib.Path(public), pathlib.Path(hidden))
+          pd.read_csv(folder / "train_proteins.csv"), held_out_patients(clinical, seed), pathlib.Path(public),
+          pathlib.Path(hidden))
+
+
+def held_out_patients(clinical: pd.DataFrame, seed: int) -> set:
+    """The original's draw: Python's ``random.sample`` of 2 patients, in the order they first appear
+    in train_clinical_data.csv, after seeding with 42; seed 0 gives its two patients."""
+    patients = pd.unique(clinical["patient_id"]).tolist()
+    return set(random.Random(ORIGINAL_SEED + seed).sample(patients, TEST_PATIENTS))
 
 
 def write(clinical: pd.DataFrame, supplemental: pd.DataFrame, peptides: pd.DataFrame, proteins: pd.DataFrame,
-          test_patients: set, public: pathlib.Path, hidden: pathlib.Path) -> None:
+          held_out: set, public: pathlib.Path, hidden: pathlib.Path) -> None:
     """The competition's layout, with the held-out patients' visits served through MockApi."""
-    held = clinical["patient_id"].isin(test_patients)
+    held = clinical["patient_id"].isin(held_out)
+    training_patients = set(clinical.loc[~held, "patient_id"])
     clinical[~held].to_csv(public / "train_clinical_data.csv", index=False)
-    supplemental.to_csv(public / "supplemental_clinical_data.csv", index=False)
-    peptides[~peptides["patient_id"].isin(test_patients)].to_csv(public / "train_peptides.csv", index=False)
-    proteins[~proteins["patient_id"].isin(test_patients)].to_csv(public / "train_proteins.csv", index=False)
+    for frame, name in ((supplemental, "supplemental_clinical_data.csv"), (peptides, "train_peptides.csv"),
+                        (proteins, "train_proteins.csv")):
+        frame[frame["patient_id"].isin(training_patients)].to_csv(public / name, index=False)
     shutil.copy(pathlib.Path(__file__).with_name("public_timeseries_testing_util.py"), public)
 
     examples = public / "example_test_files"
@@ -79,7 +92,7 @@ def write(clinical: pd.DataFrame, supplemental: pd.DataFrame, peptides: pd.DataF
                      "rating": 0, "group_key": visit.visit_month} for plus in HORIZONS]
     pd.DataFrame(rows).to_csv(examples / "test.csv", index=False)
     for frame, name in ((peptides, "test_peptides.csv"), (proteins, "test_proteins.csv")):
-        part = frame[frame["patient_id"].isin(test_patients)]
+        part = frame[frame["patient_id"].isin(held_out)]
         part.assign(group_key=part["visit_month"]).to_csv(examples / name, index=False)
     pd.DataFrame(ids).to_csv(examples / "sample_submission.csv", index=False)
     pd.DataFrame(ids)[["prediction_id"]].to_csv(hidden / "expected_ids.csv", index=False)

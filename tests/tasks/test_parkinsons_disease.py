@@ -1,7 +1,10 @@
-"""parkinsons-disease: the competition's files and test API, the SMAPE+1 grader, the full recipe."""
+"""parkinsons-disease: the competition's files and test API, the SMAPE+1 grader, the starter's
+training table and model as in the original, the full recipe."""
 
 from __future__ import annotations
 
+import ast
+import random
 import subprocess
 import sys
 
@@ -107,12 +110,40 @@ def test_grader_explains_invalid_submissions(data, submission, tmp_path, corrupt
         grade(TASK, corrupt(submission[0]), data[1], tmp_path / "ws")
 
 
-def test_full_recipe_holds_out_a_fifth_of_the_patients(monkeypatch, tmp_path, data):
+def original_draw(clinical: pd.DataFrame) -> set:
+    """The original prepare script's test patients: random.seed(42), then random.sample of 2."""
+    random.seed(42)
+    return set(random.sample(clinical["patient_id"].unique().tolist(), 2))
+
+
+def test_mini_holds_out_the_two_patients_the_original_would_draw(data, tmp_path):
+    public, _hidden = data
+    test = pd.read_csv(public / "example_test_files/test.csv")
+    everyone = pd.concat([pd.read_csv(public / "train_clinical_data.csv"),
+                          test.drop_duplicates("visit_id")]).sort_values("patient_id", kind="stable")
+    assert set(test.patient_id) == original_draw(everyone)
+    other, _ = make_mini(TASK, tmp_path / "seed1", seed=1)
+    assert set(pd.read_csv(other / "example_test_files/test.csv").patient_id) != set(test.patient_id)
+
+
+def test_other_files_keep_only_the_training_patients(data):
+    public, _hidden = data
+    training = set(pd.read_csv(public / "train_clinical_data.csv").patient_id)
+    for name in ("supplemental_clinical_data.csv", "train_peptides.csv", "train_proteins.csv"):
+        assert set(pd.read_csv(public / name).patient_id) <= training, name
+    assert list(pd.read_csv(public / "supplemental_clinical_data.csv").columns) == CLINICAL
+
+
+def test_full_recipe_holds_out_the_original_two_patients(monkeypatch, tmp_path, data):
     public, _hidden = data
     source = tmp_path / "kaggle-source"
     source.mkdir()
-    for name in ("train_clinical_data.csv", "supplemental_clinical_data.csv", "train_peptides.csv", "train_proteins.csv"):
+    for name in ("train_clinical_data.csv", "train_peptides.csv", "train_proteins.csv"):
         (source / name).write_bytes((public / name).read_bytes())
+    clinical = pd.read_csv(source / "train_clinical_data.csv")
+    supplemental = clinical.head(12).assign(patient_id=99999)  # a patient without protein samples
+    kept = clinical[clinical.patient_id == clinical.patient_id.iloc[-1]].assign(upd23b_clinical_state_on_medication="On")
+    pd.concat([supplemental, kept]).to_csv(source / "supplemental_clinical_data.csv", index=False)
     (source / "public_timeseries_testing_util.py").write_text("# Kaggle's own API module\n")
     fake_kaggle(monkeypatch, {"amp-parkinsons-disease-progression-prediction": source})
     (tmp_path / "public").mkdir()
@@ -123,5 +154,66 @@ def test_full_recipe_holds_out_a_fifth_of_the_patients(monkeypatch, tmp_path, da
         (ASSETS / TASK / "public_timeseries_testing_util.py").read_text()
     train = pd.read_csv(tmp_path / "public/train_clinical_data.csv")
     test = pd.read_csv(tmp_path / "public/example_test_files/test.csv")
-    everyone = pd.read_csv(source / "train_clinical_data.csv").patient_id.nunique()
-    assert test.patient_id.nunique() == round(0.2 * everyone) and not set(test.patient_id) & set(train.patient_id)
+    held = original_draw(clinical)
+    assert set(test.patient_id) == held and not held & set(train.patient_id)
+    assert set(train.patient_id) == set(clinical.patient_id) - held
+    written = pd.read_csv(tmp_path / "public/supplemental_clinical_data.csv")
+    expected = set() if clinical.patient_id.iloc[-1] in held else {clinical.patient_id.iloc[-1]}
+    assert set(written.patient_id) == expected
+
+
+# --------------------------------------------------------------------------- the starter
+
+
+@pytest.fixture
+def starter(monkeypatch):
+    monkeypatch.syspath_prepend(str(ASSETS / TASK))  # the starter imports MockApi from its folder
+    return module(TASK, "env/train")
+
+
+def original_table(visits: pd.DataFrame, part: str) -> list[list]:
+    """The original starter's rule, row by row: each patient in order of appearance, each of their
+    visits; keep [month, patient, 4 scores] when the score was rated at +0, +6, +12 and +24 months."""
+    rows = []
+    for patient in visits.patient_id.unique():
+        own = visits[visits.patient_id == patient]
+        months = own.visit_month.tolist()
+        for month in months:
+            values = [own[own.visit_month == month + plus][part].values[0] for plus in (0, 6, 12, 24)
+                      if month + plus in months]
+            if len(values) == 4 and not np.isnan(values).any():
+                rows.append([month, patient, *values])
+    return rows
+
+
+def test_starter_training_table_follows_the_original_rule(starter, data):
+    public, _hidden = data
+    clinical = pd.read_csv(public / "train_clinical_data.csv")
+    visits = pd.concat([clinical.head(300), clinical.head(20)])  # a patient's rows twice, apart
+    for part, least in (("updrs_1", 10), ("updrs_4", 3)):
+        table = starter.training_table(visits, part)
+        assert table.values.tolist() == original_table(visits, part)
+        assert len(table) > least
+
+
+def test_starter_keeps_the_original_model_and_cross_validation(starter):
+    """scikit-learn's default random forest (seeded), four horizons at once, GroupKFold with 8 folds."""
+    model = starter.make_model()
+    defaults = type(model)().get_params()
+    assert {k: v for k, v in model.get_params().items() if v != defaults[k]} == {"random_state": 0}
+    assert starter.FOLDS == 8 and starter.HORIZONS == [0, 6, 12, 24]
+    tree = ast.parse((ASSETS / TASK / "env" / "train.py").read_text())
+    calls = {ast.unparse(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    assert {"GroupKFold", "cross_val_score", "make_scorer"} <= calls
+
+
+def test_starter_forecasts_every_horizon_of_every_visit(starter):
+    class Model:
+        def predict(self, months):
+            return np.hstack([months + plus + 0.4 for plus in (0, 6, 12, 24)])
+
+    test = pd.DataFrame({"visit_id": ["7_12"] * 4, "visit_month": [12] * 4, "patient_id": [7] * 4,
+                         "updrs_test": ["updrs_1", "updrs_2", "updrs_3", "updrs_4"]})
+    ratings = starter.forecast({"updrs_2": Model()}, test)
+    assert ratings == {"7_12_updrs_2_plus_0_months": 12.0, "7_12_updrs_2_plus_6_months": 18.0,
+                       "7_12_updrs_2_plus_12_months": 24.0, "7_12_updrs_2_plus_24_months": 36.0}

@@ -1,11 +1,11 @@
 """Improved solution for the cifar10 task: a wider CNN with batch norm, trained longer (CUDA or CPU).
 
 Compared with the starter: three conv blocks with batch normalisation instead of LeNet, AdamW
-with a one-cycle learning-rate schedule, random horizontal flips, 4 epochs.
+with a one-cycle learning-rate schedule, random horizontal flips, batch 64, 10 epochs.
 
-Reads the CIFAR-10 python batches from cifar-10-batches-py/, holds out part of the training
-images for validation, trains, prints the validation accuracy and writes per-class probabilities
-for every image of test_batch to submission.csv (columns id, 0, 1, ..., 9; id = row of test_batch).
+Reads the CIFAR-10 python batches from data/cifar-10-batches-py/, trains on every training image,
+prints the training accuracy after each epoch and writes per-class probabilities for every image
+of test_batch to submission.csv (columns id, 0, 1, ..., 9; id = row of test_batch).
 """
 
 import pickle
@@ -16,12 +16,12 @@ import torch
 from torch import nn
 
 SEED = 0
-EPOCHS = 4
+EPOCHS = 10
 BATCH_SIZE = 64
-LEARNING_RATE = 3e-3
+LEARNING_RATE = 5e-3
 WEIGHT_DECAY = 5e-4
-VALID_FRACTION = 0.1
-DATA = "cifar-10-batches-py"
+EVAL_BATCH_SIZE = 1024  # only bounds memory when predicting; no effect on the numbers
+DATA = "data/cifar-10-batches-py"
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 torch.manual_seed(SEED)
@@ -57,10 +57,12 @@ class Net(nn.Module):
         return self.classifier(self.features(x))
 
 
-def accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tensor) -> float:
+def predict(model: nn.Module, images: torch.Tensor) -> torch.Tensor:
+    """Class probabilities, computed in evaluation mode a slice at a time."""
     model.eval()
     with torch.no_grad():
-        return (model(images).argmax(dim=1) == labels).float().mean().item()
+        return torch.cat([torch.softmax(model(images[start:start + EVAL_BATCH_SIZE]), dim=1)
+                          for start in range(0, len(images), EVAL_BATCH_SIZE)])
 
 
 def main() -> None:
@@ -72,19 +74,15 @@ def main() -> None:
     test = load_batch("test_batch")
 
     generator = torch.Generator().manual_seed(SEED)
-    order = torch.randperm(len(labels), generator=generator)
-    n_valid = int(VALID_FRACTION * len(labels))
-    valid_idx, fit_idx = order[:n_valid], order[n_valid:]
-
     model = Net(num_classes).to(DEVICE)
     optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE, weight_decay=WEIGHT_DECAY)
-    steps_per_epoch = (len(fit_idx) + BATCH_SIZE - 1) // BATCH_SIZE
+    steps_per_epoch = (len(labels) + BATCH_SIZE - 1) // BATCH_SIZE
     scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=LEARNING_RATE,
                                                     total_steps=EPOCHS * steps_per_epoch)
     loss_fn = nn.CrossEntropyLoss()
     for epoch in range(EPOCHS):
         model.train()
-        shuffled = fit_idx[torch.randperm(len(fit_idx), generator=generator)]
+        shuffled = torch.randperm(len(labels), generator=generator).to(DEVICE)
         total = 0.0
         for start in range(0, len(shuffled), BATCH_SIZE):
             batch = shuffled[start:start + BATCH_SIZE]
@@ -97,17 +95,15 @@ def main() -> None:
             optimizer.step()
             scheduler.step()
             total += loss.item() * len(batch)
-        valid_acc = accuracy(model, images[valid_idx], labels[valid_idx])
-        print(f"epoch {epoch + 1}/{EPOCHS}: train loss {total / len(fit_idx):.4f}, "
-              f"validation accuracy {valid_acc:.4f}")
+        train_acc = (predict(model, images).argmax(dim=1) == labels).float().mean().item()
+        print(f"epoch {epoch + 1}/{EPOCHS}: train loss {total / len(labels):.4f}, "
+              f"train accuracy {train_acc:.4f}")
 
-    model.eval()
-    with torch.no_grad():
-        probabilities = torch.softmax(model(to_tensor(test[b"data"])), dim=1).cpu().numpy()
+    probabilities = predict(model, to_tensor(test[b"data"])).cpu().numpy()
     submission = pd.DataFrame(probabilities, columns=[str(c) for c in range(num_classes)])
     submission.insert(0, "id", np.arange(len(submission)))
     submission.to_csv("submission.csv", index=False)
-    print(f"Validation accuracy: {valid_acc:.4f}")
+    print(f"Train accuracy: {train_acc:.4f}")
     print(f"Wrote submission.csv with {len(submission)} rows")
 
 

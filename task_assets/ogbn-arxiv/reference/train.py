@@ -1,13 +1,14 @@
 """Improved solution for the ogbn-arxiv task: GraphSAGE over the citation graph (PyTorch Geometric, CUDA or CPU).
 
-Compared with the starter: the MLP is replaced by two SAGEConv layers on the undirected citation
-graph, so a paper's prediction also averages what its references and citing papers look like;
-the learning rate is higher (0.03). Still 10 full-batch epochs.
+Compared with the starter: the MLP is replaced by two SAGEConv layers (64 hidden channels,
+dropout 0.5) on the undirected citation graph, so a paper's prediction also averages what its
+references and citing papers look like; 40 outputs and cross-entropy; Adam at a learning rate of
+0.03 instead of 1; 10 full-batch epochs instead of 4 epochs of 1,024-paper mini-batches.
 
-Loads the graph with OGB's PygNodePropPredDataset from ./ogbn_arxiv (already downloaded, so
-nothing is fetched), trains full-batch on the training papers, prints train/validation accuracy
-and writes the predicted subject area of every test paper to submission.csv (columns id, label).
-The MLP ignores the citation edges entirely.
+Loads the graph with OGB's PygNodePropPredDataset from networks/ogbn_arxiv (already downloaded,
+so nothing is fetched), trains full-batch on the training papers, prints train/validation
+accuracy and writes the predicted subject area of every test paper to submission.csv (columns
+id, label).
 """
 
 import pandas as pd
@@ -50,7 +51,7 @@ def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
 
 
 def main() -> None:
-    dataset = PygNodePropPredDataset(name="ogbn-arxiv", root=".")
+    dataset = PygNodePropPredDataset(name="ogbn-arxiv", root="networks")
     data = dataset[0].to(DEVICE)
     split = dataset.get_idx_split()
     labels = data.y.squeeze(1)  # test papers' labels are hidden (-1)
