@@ -27,6 +27,20 @@ class SpecError(MlabError):
         """All problems found in the file, one per line, the first one first."""
         return "\n".join([self.render_one()] + [other.render_one() for other in self.others])
 
+    def each(self) -> "list[SpecError]":
+        """This problem and the others found with it, one error per problem."""
+        return [SpecError(self.path, self.line, self.where, self.message), *self.others]
+
+    @classmethod
+    def combined(cls, problems: "list[SpecError]") -> "SpecError":
+        """One error that reports every problem of ``problems`` (at least one), in their order."""
+        first, *rest = [one for problem in problems for one in problem.each()]
+        return cls(first.path, first.line, first.where, first.message, rest)
+
+
+class SpecWarning(UserWarning):
+    """A spec file is broken, but nothing the session runs needs it: it is reported, never fatal."""
+
 
 class UsageError(MlabError):
     """A command-line option or ini setting has a value we cannot use."""

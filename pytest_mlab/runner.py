@@ -34,6 +34,7 @@ from pytest_mlab.sandbox import SandboxOptions, open_sandbox
 from pytest_mlab.sandbox.registry import resolve_kind
 from pytest_mlab.spec.plan import RunPlan, Settings
 from pytest_mlab.trace import SnapshotStore, TraceWriter, read_trace
+from pytest_mlab.trace.progress import GRADING, QUIET, SCORING_STEPS, RunStatus
 from pytest_mlab.trace.step_scores import saved_step_scores
 
 
@@ -59,13 +60,17 @@ def run_item(plan: RunPlan, nodeid: str, settings: Settings, *, session: str | N
         if stop:
             raise BudgetSpent(stop)
         budget = Budget(ledger, settings.max_cost, plan.run_id)
-    try:
-        result = execute(plan, nodeid, console=console, session=session, budget=budget)
-    except MlabError as exc:  # data preparation or the sandbox failed: the harness, not the agent
-        result = RunResult.crashed(RunIdentity.of_plan(plan, nodeid, resolve_kind(plan.sandbox)), str(exc),
-                                   judged=JudgedBy.of_plan(plan))
-    if settings.score_steps and result.trace:
-        result = _with_step_scores(plan, result)
+    # the live status the controller shows (see trace/progress.py); gone when the run is over
+    with RunStatus.start(settings.out_dir, plan.run_dir.name, nodeid=nodeid, run_id=plan.run_id, session=session,
+                         max_steps=plan.limits.max_steps) as status:
+        try:
+            result = execute(plan, nodeid, console=console, session=session, budget=budget, status=status)
+        except MlabError as exc:  # data preparation or the sandbox failed: the harness, not the agent
+            result = RunResult.crashed(RunIdentity.of_plan(plan, nodeid, resolve_kind(plan.sandbox)), str(exc),
+                                       judged=JudgedBy.of_plan(plan))
+        if settings.score_steps and result.trace:
+            status.phase(SCORING_STEPS)
+            result = _with_step_scores(plan, result)
     return result
 
 
@@ -92,13 +97,14 @@ def _with_step_scores(plan: RunPlan, result: RunResult) -> RunResult:
 
 
 def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | None = None,
-            budget: Budget | None = None) -> RunResult:
+            budget: Budget | None = None, status: RunStatus = QUIET) -> RunResult:
     """``console``: the terminal for the ``human`` LLM and Request Help (None: sys.stdin/stdout).
     ``session``: the pytest session's id, written in the trace so that its controller finds this
     run's result on disk even when the report carrying it is lost (Ctrl-C, a dead worker).
-    ``budget``: the session's --mlab-max-cost, charged by each paid LLM call of the run."""
+    ``budget``: the session's --mlab-max-cost, charged by each paid LLM call of the run.
+    ``status``: the run's live status, kept current through data preparation, steps and grading."""
     started = time.monotonic()
-    data = prepare_data(plan.task, plan.variant, plan.cache_dir)
+    data = prepare_data(plan.task, plan.variant, plan.cache_dir, notify=status.phase)
     run_dir = plan.run_dir
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
@@ -107,7 +113,8 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
     read_only = ReadOnlyRules(frozenset(data_files), plan.task.read_only)
     bound = implementations(plan.actions)
     options = sandbox_options(plan)
-    with TraceWriter(trace_path) as trace, open_sandbox(plan.sandbox, options=options) as sandbox:
+    with TraceWriter(trace_path, observer=status.observe) as trace, \
+            open_sandbox(plan.sandbox, options=options) as sandbox:
         identity, judged = RunIdentity.of_plan(plan, nodeid, sandbox.name), JudgedBy.of_plan(plan)
         trace.write({"type": "run", "session": session, **identity.to_record(), **judged.to_record(),
                      "limits": vars(plan.limits),
@@ -141,6 +148,7 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
             detail = "".join(traceback.format_exception(exc))[-4000:]
             env.end(EndReason.CRASHED, detail)
         final = env.final_snapshot()
+        status.phase(GRADING)
         grade = grade_snapshot(plan.task, snapshots, final, data, sandbox=sandbox.name, options=options)
         claims = unmeasured_claims(read_trace(trace_path))
         verdict = judge(plan.task, plan.baseline, grade, env.end_reason, plan.agent.expect, detail, claims)

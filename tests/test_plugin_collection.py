@@ -134,7 +134,22 @@ def test_action_and_agent_specs_are_not_collected_as_tasks(pytester, toy_project
     ("kind: Task\nname: broken\ndata:\n\tmini: {}\n", "specs/tasks/broken.yaml:4: YAML syntax error: "),
     (task_yaml("toy"), "specs/tasks/broken.yaml:2: name: duplicate Task name 'toy': also defined in "
                        "specs/tasks/toy.yaml:2; names must be unique"),
-], ids=["schema", "unknown-key", "grader-function", "yaml-syntax", "duplicate-name"])
+    (task_yaml("broken").replace("Predict", "Pre\x00dict"),
+     "specs/tasks/broken.yaml:3: YAML syntax error: unacceptable character #x0000 in column 17"),
+    (task_yaml("broken", extra="tags: [tabular, or]\n"),
+     "specs/tasks/broken.yaml:11: tags[1]: 'or' cannot be a tag: -m reads and, or and not as its own words"),
+    (task_yaml("broken", extra="requires: {packages: [scikit-learn]}\n"),
+     "specs/tasks/broken.yaml:11: requires.packages[0]: 'scikit-learn' is a pip name: use the import name 'sklearn'"),
+    (task_yaml("broken", extra="baseline: {mini: .inf}\n"),
+     "specs/tasks/broken.yaml:11: baseline.mini: inf is not a finite number"),
+    (task_yaml("broken", extra="success: {improvement: -5}\n"),
+     "specs/tasks/broken.yaml:11: success.improvement: -5 is less than the minimum of 0"),
+    (task_yaml("broken", extra="limits: {max_steps: 100000000000000000000000000}\n"),
+     "specs/tasks/broken.yaml:11: limits.max_steps: 100000000000000000000000000 is more than 1,000,000"),
+    ("kind: Agent\nname: mine\n", "specs/tasks/broken.yaml:1: kind: expected 'kind: Task', found 'Agent'; "
+                                  "this is an Agent spec: move it to agents/"),
+], ids=["schema", "unknown-key", "grader-function", "yaml-syntax", "duplicate-name", "nul-byte", "tag-keyword",
+        "pip-name", "infinite-baseline", "negative-improvement", "absurd-max-steps", "agent-in-tasks"])
 def test_a_broken_task_is_a_located_collection_error_and_the_good_one_still_collects(
         pytester, toy_project, mlab_cache, text: str, location: str) -> None:
     write(toy_project, "specs/tasks/broken.yaml", text)
@@ -391,6 +406,106 @@ def test_a_broken_agent_is_reported_when_default_agents_run(pytester, toy_projec
     result = run_specs(pytester, "--collect-only", "-q", cache_dir=mlab_cache)
     output = output_of(result)
     assert location in output, output
+
+
+# ------------------------------------------------------------------ broken specs: each once, in its own file
+
+
+def test_every_error_of_a_task_file_is_in_its_one_collection_error(pytester, toy_project, mlab_cache) -> None:
+    write(toy_project, "specs/tasks/broken.yaml", BROKEN_DIRECTION.replace('"grader.py:score"', '"grader.py:scor"')
+          .replace("description: A task", "descripton: A task") + "tags: [not]\n")
+    result = run_specs(pytester, "--collect-only", "-q", cache_dir=mlab_cache)
+    output = output_of(result)
+    errors = output.split("ERROR collecting specs/tasks/broken.yaml")[1].split("short test summary")[0]
+    assert [line.split(": ")[0:2] for line in errors.splitlines() if line.startswith("specs/")] == [
+        ["specs/tasks/broken.yaml:1", "(top level)"], ["specs/tasks/broken.yaml:3", "descripton"],
+        ["specs/tasks/broken.yaml:9", "metric.direction"], ["specs/tasks/broken.yaml:10", "metric.grader"],
+        ["specs/tasks/broken.yaml:11", "tags[0]"]], output
+    assert output.count("ERROR collecting") == 1
+    result.stdout.fnmatch_lines(["2 tests collected, 1 error*"])
+
+
+def collect_two_tasks_with(pytester, project: Path, cache: Path, agent: str) -> tuple[pytest.RunResult, str]:
+    """Collect the toy task and another one, with ``agent`` as agents/mine.yaml and the default agents."""
+    write(project, "agents/mine.yaml", agent)
+    write(project, "specs/tasks/other.yaml", task_yaml("other"))
+    result = run_specs(pytester, "--collect-only", "-q", cache_dir=cache)
+    return result, output_of(result)
+
+
+def test_a_broken_agent_nobody_selected_does_not_block_the_default_run(pytester, toy_project, mlab_cache) -> None:
+    result, output = collect_two_tasks_with(pytester, toy_project, mlab_cache,
+                                            BROKEN_AGENT.replace("default: true", "default: false"))
+    assert result.ret == pytest.ExitCode.OK, output
+    assert len(collected_ids(result)) == 4 and "ERROR" not in output
+    assert "agents/mine.yaml:4: SpecWarning: no agent of this session needs this file, so nothing stops" in output
+    assert output.count("agents/mine.yaml:4: actions[1]: unknown action 'Final Anser'") == 1, output
+    assert_no_traceback(output)
+
+
+def test_a_broken_default_agent_is_one_collection_error_of_its_own_file(pytester, toy_project, mlab_cache) -> None:
+    result, output = collect_two_tasks_with(pytester, toy_project, mlab_cache,
+                                            BROKEN_AGENT.replace("BaselineAgent", "BaselineAgnet"))
+    assert result.ret == pytest.ExitCode.INTERRUPTED, output
+    assert output.count("ERROR collecting") == 1 and "ERROR collecting agents/mine.yaml" in output, output
+    assert output.count("agents/mine.yaml:3: implementation: 'pytest_mlab.agents.baseline' has no 'BaselineAgnet' "
+                        "for agent 'mine'") == 1, output
+    assert output.count("agents/mine.yaml:4: actions[1]: unknown action 'Final Anser'") == 1, output
+    assert collected_ids(result) == ["specs/tasks/other.yaml::other[mini-baseline-s0]",
+                                     "specs/tasks/other.yaml::other[mini-reference-s0]", BASELINE_ID, REFERENCE_ID]
+    result.stdout.fnmatch_lines(["4 tests collected, 1 error*"])
+    assert_no_traceback(output)
+
+
+BROKEN_ACTION = """\
+    kind: Action
+    name: Count Lines
+    description: Count the lines of a workspace file.
+    arguments:
+      file_name: {type: strng, description: a workspace file}
+    returns: The number of lines.
+    implementation: pytest_mlab.actions.files:count_lines
+    """
+BROKEN_ACTION_LINES = [
+    "specs/actions/count.yaml:5: arguments.file_name.type: 'strng' is not one of "
+    "['string', 'integer', 'number', 'boolean']",
+    "specs/actions/count.yaml:7: implementation: 'pytest_mlab.actions.files' has no 'count_lines' "
+    "for action 'Count Lines'",
+]
+
+
+def test_a_broken_action_no_agent_uses_is_a_warning_with_every_problem(pytester, toy_project, mlab_cache) -> None:
+    write(toy_project, "specs/actions/count.yaml", BROKEN_ACTION)
+    result = run_specs(pytester, "--collect-only", "-q", cache_dir=mlab_cache)
+    output = output_of(result)
+    assert result.ret == pytest.ExitCode.OK, output
+    assert collected_ids(result) == [BASELINE_ID, REFERENCE_ID]
+    for line in BROKEN_ACTION_LINES:
+        assert output.count(line) == 1, output
+
+
+def test_a_broken_action_a_selected_agent_uses_stops_that_agent_only(pytester, toy_project, mlab_cache) -> None:
+    write(toy_project, "specs/actions/count.yaml", BROKEN_ACTION)
+    write(toy_project, "agents/counter.yaml", "kind: Agent\nname: counter\nimplementation: "
+                                              "pytest_mlab.agents.baseline:BaselineAgent\nexpect: baseline\n"
+                                              "actions: [Execute Script, Count Lines, Final Answer]\n")
+    write(toy_project, "specs/tasks/other.yaml", task_yaml("other"))
+    result = run_specs(pytester, "--collect-only", "-q", "--agent=counter,baseline", cache_dir=mlab_cache)
+    output = output_of(result)
+    assert result.ret == pytest.ExitCode.INTERRUPTED, output
+    assert output.count("ERROR collecting") == 1 and "ERROR collecting specs/actions/count.yaml" in output, output
+    for line in BROKEN_ACTION_LINES:
+        assert output.count(line) == 1, output
+    assert collected_ids(result) == ["specs/tasks/other.yaml::other[mini-baseline-s0]", BASELINE_ID]
+    assert_no_traceback(output)
+
+
+def test_specs_are_not_checked_by_a_session_that_collects_no_task(pytester, toy_project, mlab_cache) -> None:
+    write(toy_project, "agents/mine.yaml", BROKEN_AGENT)
+    write(toy_project, "test_plain.py", "def test_plain():\n    pass\n")
+    result = run_specs(pytester, "-q", cache_dir=mlab_cache, targets=("test_plain.py",))
+    assert result.ret == pytest.ExitCode.OK, output_of(result)
+    assert "agents/mine.yaml" not in output_of(result)
 
 
 # ------------------------------------------------------------------ full runs

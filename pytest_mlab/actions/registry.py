@@ -4,17 +4,12 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from pytest_mlab.errors import SpecError
 from pytest_mlab.spec.models import ActionSpec
-from pytest_mlab.spec.refs import resolve_object
+from pytest_mlab.spec.refs import resolve_function
 
 
 def load_implementation(spec: ActionSpec) -> Callable[..., str]:
-    function = resolve_object(spec.implementation, source=spec.source, purpose=f"action '{spec.name}'")
-    if not callable(function):
-        raise SpecError(spec.source, None, "implementation",
-                        f"'{spec.implementation}' is not a function, so it cannot carry out action '{spec.name}'")
-    return function
+    return resolve_function(spec.implementation, source=spec.source, purpose=f"action '{spec.name}'")
 
 
 def implementations(specs: Iterable[ActionSpec]) -> dict[str, Callable[..., str]]:

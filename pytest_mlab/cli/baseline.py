@@ -81,7 +81,9 @@ def _baseline(args: argparse.Namespace) -> int:
         raise MlabError(f"--seeds must be at least 1, got {args.seeds}")
     root = args.root.resolve()
     cache = (args.cache or default_cache_dir()).resolve()
-    with tempfile.TemporaryDirectory(prefix="mlab-baseline-") as out:
+    from pytest_mlab.sandbox.owner import owned_prefix
+
+    with tempfile.TemporaryDirectory(prefix=owned_prefix("baseline")) as out:  # swept if this process is killed
         for name in args.tasks:
             measured = measure(root, name, args.data, args.seeds, args.sandbox, cache, Path(out))
             print(measured.line(), flush=True)

@@ -46,15 +46,23 @@ def is_prepared(task: TaskSpec, variant: str, cache_dir: Path, *, seed: int = 0)
     return _is_current(cache_dir / task.name / variant, _recipe_fingerprint(task, variant, seed))
 
 
-def prepare_data(task: TaskSpec, variant: str, cache_dir: Path, *, seed: int = 0,
-                 stream: bool = False) -> PreparedData:
-    """Prepare the variant unless the cache holds it; ``stream`` shows the recipe's output (progress)."""
+def prepare_data(task: TaskSpec, variant: str, cache_dir: Path, *, seed: int = 0, stream: bool = False,
+                 notify: Callable[[str], None] | None = None) -> PreparedData:
+    """Prepare the variant unless the cache holds it; ``stream`` shows the recipe's output (progress).
+    ``notify`` hears, in words, when this call waits for another process that prepares the same
+    data and when it prepares the data itself: the slow cases, which a watcher must be told of."""
     entry = cache_dir / task.name / variant
     entry.parent.mkdir(parents=True, exist_ok=True)
     fingerprint = _recipe_fingerprint(task, variant, seed)
+    tell = notify or (lambda _what: None)
     with open(entry.parent / f".{variant}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            tell(f"waiting for {task.name} data ({variant})")
+            fcntl.flock(lock, fcntl.LOCK_EX)
         if not _is_current(entry, fingerprint):
+            tell(f"preparing {task.name} data ({variant})")
             _prepare(task, variant, entry, fingerprint, seed, stream)
     return PreparedData(entry / "public", entry / "hidden")
 

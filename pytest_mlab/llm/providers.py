@@ -1,18 +1,53 @@
 """Pick a provider by its model string, and say before a run why a model cannot be used here.
 
 ``scripted:FILE|DIR`` -> :mod:`scripted`, ``replay:TRACE`` -> :mod:`replay`, ``human`` ->
-:mod:`human`, anything else is a litellm model name (:mod:`litellm_provider`).
+:mod:`human`, a prefix that a plugin added (:func:`add_providers`) -> its factory, anything else
+is a litellm model name (:mod:`litellm_provider`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
+from pytest_mlab.errors import UsageError
 from pytest_mlab.llm import replay, scripted
 from pytest_mlab.llm.provider import Provider
 
 HUMAN = "human"
+ProviderFactory = Callable[..., Provider]  # factory(model, task=...) -> Provider
+_ADDED: dict[str, ProviderFactory] = {}  # model-string prefix -> factory, from plugins
+
+
+def add_providers(factories: Mapping[str, ProviderFactory]) -> Callable[[], None]:
+    """Providers from plugins (the ``pytest_mlab_llm_providers`` hook), by the prefix of the model
+    strings they answer. Returns what removes them again."""
+    for prefix, factory in factories.items():
+        if not isinstance(prefix, str) or not prefix.strip():
+            raise UsageError(f"LLM provider prefix {prefix!r}: expected a non-empty string such as 'echo:'")
+        if _built_in(prefix) or prefix in _ADDED:
+            raise UsageError(f"LLM provider prefix '{prefix}' is already taken; give the added provider another")
+        if not callable(factory):
+            raise UsageError(f"LLM provider '{prefix}': expected a factory, not {type(factory).__name__}")
+    _ADDED.update(factories)
+
+    def remove() -> None:
+        for prefix in factories:
+            _ADDED.pop(prefix, None)
+
+    return remove
+
+
+def _built_in(model: str) -> bool:
+    return model == HUMAN or model.startswith((scripted.PREFIX, replay.PREFIX))
+
+
+def _added(model: str) -> ProviderFactory | None:
+    """The factory of the longest added prefix that ``model`` starts with (built-ins come first)."""
+    if _built_in(model):
+        return None
+    prefix = max((prefix for prefix in _ADDED if model.startswith(prefix)), key=len, default=None)
+    return _ADDED[prefix] if prefix is not None else None
 
 
 def resolve_paths(model: str, base: Path | None) -> str:
@@ -38,6 +73,9 @@ def make_provider(model: str, *, task: str, console: Any = None, attempts: int =
         from pytest_mlab.llm.human import Console, HumanProvider
 
         return HumanProvider(console or Console())
+    added = _added(model)
+    if added is not None:
+        return added(model, task=task)
     from pytest_mlab.llm.litellm_provider import LiteLLMProvider
 
     return LiteLLMProvider(attempts=attempts)
@@ -55,7 +93,7 @@ def unavailable(models: Mapping[str, str], task: str, base: Path | None = None) 
             reason = scripted.unavailable(model[len(scripted.PREFIX):], task)
         elif model.startswith(replay.PREFIX):
             reason = replay.unavailable(model[len(replay.PREFIX):], task)
-        elif model == HUMAN:
+        elif model == HUMAN or _added(model) is not None:
             reason = None
         else:
             from pytest_mlab.llm.keys import missing_key_reason

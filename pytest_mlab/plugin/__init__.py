@@ -33,6 +33,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_mlab.results.recover import session_id
 
     config.addinivalue_line("markers", "mlab: a pytest-mlab run of an agent on a task")
+    from pytest_mlab.plugin.hookspecs import apply_extensions
+
+    apply_extensions(config)  # plugins' backends, providers and agents, before the options are checked
     try:
         settings = read_settings(config)
         skips_allowed = allow_skips(config)
@@ -60,6 +63,9 @@ def pytest_configure(config: pytest.Config) -> None:
         except MlabError as exc:
             raise pytest.UsageError(str(exc)) from None
         config.pluginmanager.register(reporter, "mlab-results")
+        from pytest_mlab.plugin.progress import register_progress
+
+        register_progress(config)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -88,6 +94,18 @@ def pytest_collection(session: pytest.Session):
             gc.freeze()
         if was_enabled:
             gc.enable()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector):
+    """The session collects the check of the Agent and Action files last, after what it was asked
+    for: the check knows by then whether any Task spec was collected (else it does nothing)."""
+    report = yield
+    if isinstance(collector, pytest.Session) and report.passed:
+        from pytest_mlab.plugin.items import SpecCheck
+
+        report.result.append(SpecCheck.from_parent(collector, name="mlab-specs"))
+    return report
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -174,3 +192,10 @@ def _head(path: Path) -> str:
             return handle.read(65536)
     except OSError:
         return ""
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """pytest-mlab's own hooks (plugin/hookspecs.py), for conftest files and plugins to implement."""
+    from pytest_mlab.plugin import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)

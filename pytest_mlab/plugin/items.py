@@ -1,33 +1,58 @@
-"""The pytest nodes: a Task spec file, and one item per (agent, seed) run plan of that task."""
+"""The pytest nodes: a Task spec file, one item per (agent, seed) run plan of that task, and the
+check of the project's Agent and Action files."""
 
 from __future__ import annotations
 
+import os
+import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_mlab.errors import MlabError, SpecError
-from pytest_mlab.plugin.state import MARKERS, SESSION, SETTINGS, UNMET_PROPERTY, project_of
+from pytest_mlab.errors import MlabError, SpecError, SpecWarning
+from pytest_mlab.plugin.state import MARKERS, SESSION, SETTINGS, TASKS_COLLECTED, UNMET_PROPERTY, project_of
 from pytest_mlab.spec.models import TaskSpec
 from pytest_mlab.spec.plan import RunPlan, Settings, compile_plans
-from pytest_mlab.spec.project import Project
+
+if TYPE_CHECKING:  # the session imports this module to collect; the spec machinery waits for a spec
+    from pytest_mlab.spec.project import Project
+
+
+def session_agents(settings: Settings, project: Project) -> list[str]:
+    """The agents this session runs: those named with --agent, else the default ones."""
+    return list(settings.agents) or project.default_agents()
 
 
 def compile_file(settings: Settings, project: Project, path: Path) -> tuple[TaskSpec, list[RunPlan]]:
-    """The task of a spec file and its run plans for this session's agents, seeds and data."""
+    """The task of a spec file and its run plans for this session's agents, seeds and data. An
+    agent whose spec (or one of whose actions) is broken gets no plan: :class:`SpecCheck` reports
+    that file once, rather than every task file."""
     task = project.task_from_file(path)
-    names = list(settings.agents) or project.default_agents()
+    names = session_agents(settings, project)
     if not names:
         raise SpecError(task.source, task.line, "", f"no agent to run: pass --agent=NAME, or mark an agent in "
                                                     f"{project.agents.folders[0]} with 'default: true'")
     agents = []
     for name in names:
-        agent = project.agent(name, wanted_by=(settings.agents_source, None, ""))
-        agents.append((agent, project.agent_actions(agent)))
+        try:
+            agent = project.agent(name, wanted_by=(settings.agents_source, None, ""))
+            agents.append((agent, project.agent_actions(agent)))
+        except SpecError:
+            continue
     return task, compile_plans(task, agents, settings)
 
 
-class TaskFile(pytest.File):
+class SpecFile(pytest.File):
+    """A spec file; its errors are printed as ``file:line: message``, without a traceback."""
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, MlabError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+
+class TaskFile(SpecFile):
     """One Task spec: yields an item per (agent, seed) for the session's data variant."""
 
     def collect(self):
@@ -35,6 +60,7 @@ class TaskFile(pytest.File):
         from pytest_mlab.llm.providers import unavailable as llm_unavailable
 
         config = self.config
+        config.stash[TASKS_COLLECTED] = True
         settings = config.stash[SETTINGS]
         task, plans = compile_file(settings, project_of(config), self.path)
         skip_reason = unmet_requirement(task, settings.variant, settings.cache_dir, preparing=settings.prepare)
@@ -49,10 +75,43 @@ class TaskFile(pytest.File):
                 item.user_properties.append((UNMET_PROPERTY, reason))
             yield item
 
-    def repr_failure(self, excinfo, style=None):
-        if isinstance(excinfo.value, MlabError):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo, style)
+
+class BrokenSpecFile(SpecFile):
+    """An Agent or Action file that an agent of the session needs: its collection error, once."""
+
+    def __init__(self, *, error: SpecError, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.error = error
+
+    def collect(self):
+        raise self.error
+
+
+def _node_id(config: pytest.Config, path: Path) -> str:
+    """A file's path from the rootdir, as pytest names files; absolute outside it (an agent a plugin added)."""
+    path = Path(os.path.abspath(path))
+    return path.relative_to(config.rootpath).as_posix() if path.is_relative_to(config.rootpath) else path.as_posix()
+
+
+class SpecCheck(pytest.Collector):
+    """Collected after everything else: when the session collected a Task spec, every Agent and
+    Action file of the project is checked, used or not. A broken file that an agent of the session
+    needs is a collection error of that file (the items of that agent are not collected); any other
+    broken file is a warning, which stops nothing."""
+
+    def collect(self):
+        if not self.config.stash.get(TASKS_COLLECTED, False):
+            return
+        settings = self.config.stash[SETTINGS]
+        project = project_of(self.config)
+        for broken in project.broken_specs(session_agents(settings, project), defaults=not settings.agents):
+            if broken.needed:
+                yield BrokenSpecFile.from_parent(self, path=broken.path, nodeid=_node_id(self.config, broken.path),
+                                                 error=broken.error)
+            elif getattr(self.config, "workerinput", {}).get("workerid", "gw0") == "gw0":  # once under xdist
+                warnings.warn_explicit(f"no agent of this session needs this file, so nothing stops; fix it before "
+                                       f"you use it:\n{broken.error}", SpecWarning, broken.error.path,
+                                       broken.error.line or 0)
 
 
 def _register_tags(config: pytest.Config, tags: tuple[str, ...]) -> None:

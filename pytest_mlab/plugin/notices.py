@@ -15,9 +15,11 @@ def unused_llm_notice(config: pytest.Config) -> str | None:
     given = llm_options_given(config)
     if not given:
         return None
+    from pytest_mlab.plugin.items import session_agents
+
     project = project_of(config)
     try:
-        names = list(config.stash[SETTINGS].agents) or project.default_agents()
+        names = session_agents(config.stash[SETTINGS], project)
         if any(project.agent(name).uses_llm for name in names):
             return None
     except MlabError:

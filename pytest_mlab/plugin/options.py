@@ -39,6 +39,8 @@ OPTIONS = (
     ("--mlab-score-steps", "mlab_score_steps", "grade every step's snapshot: best-step improvement and a score curve", None),
     ("--mlab-allow-skips", "mlab_allow_skips", "let a session pass in which no run ran because every one was skipped "
                                                "for an unmet requirement (missing API key, data, package)", None),
+    ("--mlab-progress", "mlab_progress", "show the running items, their step and time, and how many are done and "
+                                         "left: auto (on a terminal, not with -q), on, off (default: auto)", "auto"),
 )
 FLAGS = ("--mlab-resume", "--mlab-score-steps", "--mlab-allow-skips")  # on/off options; ini settings take true/false
 LLM_SETTINGS = ("mlab_llm", "mlab_fast_llm", "mlab_edit_llm")
@@ -123,6 +125,18 @@ def read_settings(config: pytest.Config) -> Settings:
 def allow_skips(config: pytest.Config) -> bool:
     """--mlab-allow-skips: a session whose runs were all skipped for unmet requirements may pass."""
     return _switch(*_value(config, "mlab_allow_skips", None))
+
+
+PROGRESS_MODES = ("auto", "on", "off")
+
+
+def progress_mode(config: pytest.Config) -> str:
+    """--mlab-progress: ``auto``, ``on`` or ``off``."""
+    text, source = _value(config, "mlab_progress", "auto")
+    mode = (text or "auto").lower()
+    if mode not in PROGRESS_MODES:
+        raise UsageError(f"{source}={text}: expected one of {', '.join(PROGRESS_MODES)}")
+    return mode
 
 
 def llm_options_given(config: pytest.Config) -> list[str]:

@@ -15,6 +15,7 @@ from pytest_mlab.plugin.state import UNMET_PROPERTY, run_items
 from pytest_mlab.results.record import JudgedBy, RunIdentity, RunResult
 from pytest_mlab.results.recover import WORKER_INPUT, recovered_results
 from pytest_mlab.results.budget import Ledger
+from pytest_mlab.results.environment import describe_environment
 from pytest_mlab.results.gate import compare, load_reference, missing_groups, render_gate, save_gate
 from pytest_mlab.results.store import render_summary, render_table
 from pytest_mlab.sandbox.registry import fallback_notice, isolation_record, isolation_warning
@@ -47,11 +48,18 @@ class ResultsReporter:
         self.rebuilt: set[str] = set()  # node ids whose row was rebuilt from a failed report, not a result
         self.outputs = None
         self.problems: list[str] = []
+        self.config: pytest.Config | None = None  # for pytest_mlab_run_finished; known from the session's start
+        self.finished: set[str] = set()  # node ids whose run pytest_mlab_run_finished has heard of
+        self.hook_failures = 0
         self.gate_text: str | None = None
         # read the reference now: a wrong --mlab-compare path stops the session before any run
         self.reference = load_reference(settings.compare) if settings.compare else None
         if settings.max_cost is not None:
             Ledger(settings.out_dir).reset()
+
+    @pytest.hookimpl
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.config = session.config
 
     @pytest.hookimpl
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -96,8 +104,24 @@ class ResultsReporter:
             self.rebuilt.discard(report.nodeid)
         elif report.failed and report.nodeid not in self.results and _TASK_ITEM.search(report.nodeid):
             # no result came back: the worker died (xdist reports it) or the harness itself failed
-            self.results[report.nodeid] = self._crashed_from_report(report)
+            result = self.results[report.nodeid] = self._crashed_from_report(report)
             self.rebuilt.add(report.nodeid)
+        if result is not None:
+            self._run_finished(result)
+
+    def _run_finished(self, result: RunResult) -> None:
+        """Users' pytest_mlab_run_finished hooks, once per run (the result rides on the call's and
+        the teardown's report); one that fails is told of at the end, and the session goes on."""
+        if self.config is None or result.nodeid in self.finished:
+            return
+        self.finished.add(result.nodeid)
+        try:
+            self.config.hook.pytest_mlab_run_finished(result=result, config=self.config)
+        except Exception as exc:  # noqa: BLE001 - a user's hook must not cost the session its results
+            self.hook_failures += 1
+            if self.hook_failures == 1:
+                self.problems.append(f"a pytest_mlab_run_finished hook failed on {result.run_id}: "
+                                     f"{type(exc).__name__}: {exc}")
 
     def _count(self, report: pytest.TestReport) -> None:
         """What the all-skipped check needs: whether anything ran, and the skips this machine caused."""
@@ -182,6 +206,7 @@ class ResultsReporter:
         settings = {key: list(value) if isinstance(value, tuple) else str(value) if isinstance(value, Path) else value
                     for key, value in asdict(self.settings).items()}
         settings.update(isolation_record(self.settings.sandbox, (run.sandbox for run in runs)))
+        settings["environment"] = describe_environment(self.settings.invocation_dir)  # the report's header
         try:
             self.outputs = write_session_outputs(self.settings.out_dir, runs, settings)
         except (OSError, MlabError) as exc:  # the results table still prints below
@@ -209,7 +234,9 @@ class ResultsReporter:
         terminalreporter.write_line(render_table(runs))
         terminalreporter.write_line("")
         terminalreporter.write_line(render_summary(runs))
-        for problem in self.problems:
+        more = [f"pytest_mlab_run_finished hooks failed on {self.hook_failures} runs in all"] \
+            if self.hook_failures > 1 else []
+        for problem in [*self.problems, *more]:
             terminalreporter.write_line(problem, red=True)
         isolation = isolation_warning(self.settings.sandbox, (run.sandbox for run in runs))
         if isolation:

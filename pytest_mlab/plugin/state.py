@@ -14,6 +14,7 @@ SETTINGS = pytest.StashKey["Settings"]()
 PROJECT = pytest.StashKey["Project"]()
 SESSION = pytest.StashKey[str]()  # the controller's id, shared by its workers: written in each run's trace
 MARKERS = pytest.StashKey[set]()  # marker names known to pytest's ini, plus the task tags registered so far
+TASKS_COLLECTED = pytest.StashKey[bool]()  # some Task spec was collected: the Agent and Action files are checked
 # the user property of an item skipped because this machine lacks what it needs (a key, data, a
 # package): it travels on the skip's report, so the controller can tell such skips from others
 UNMET_PROPERTY = "mlab_unmet_requirement"

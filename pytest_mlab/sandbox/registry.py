@@ -4,14 +4,17 @@ removal of what killed sessions left of them (:func:`remove_leftovers`).
 ``auto`` takes the first backend of :data:`AUTO_ORDER` whose probe works, else the local backend,
 which isolates nothing; that fall-back is announced before the session's first run
 (:func:`fallback_notice`), in the terminal summary (:func:`isolation_warning`) and in results.json
-(:func:`isolation_record`), each naming the probe's real cause.
+(:func:`isolation_record`), each naming the probe's real cause. Plugins add backends of their own
+through :func:`add_backends` (the plugin's ``pytest_mlab_sandbox_backends`` hook).
 """
 
 from __future__ import annotations
 
 import importlib
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from pytest_mlab.errors import UsageError
 from pytest_mlab.sandbox.base import Sandbox
@@ -61,9 +64,50 @@ _BACKENDS: dict[str, Backend] = {
 AUTO = "auto"
 #: What ``--sandbox=auto`` tries, in order; the local backend when none of them works.
 AUTO_ORDER: tuple[str, ...] = ("bwrap",)
+_BUILT_IN = frozenset((AUTO, *_BACKENDS))
+_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 
-#: Every name ``open_sandbox`` accepts, in the order shown to users.
-SANDBOX_KINDS: tuple[str, ...] = (AUTO, *_BACKENDS)
+
+class _Kinds(Sequence):
+    """Every name ``open_sandbox`` accepts, in the order shown to users; read live, so that
+    backends added by plugins (:func:`add_backends`) are accepted wherever the names are checked."""
+
+    def __getitem__(self, index):
+        return (AUTO, *_BACKENDS)[index]
+
+    def __len__(self) -> int:
+        return 1 + len(_BACKENDS)
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+
+SANDBOX_KINDS: Sequence[str] = _Kinds()
+
+
+def add_backends(backends: Mapping[str, Backend | Callable[..., Sandbox]]) -> Callable[[], None]:
+    """Backends from plugins (the ``pytest_mlab_sandbox_backends`` hook), by name: a
+    :class:`Backend`, or a bare factory (taken as always usable). Returns what removes them again.
+    A factory's sandboxes must carry the same ``name``: grading opens sandboxes of that kind."""
+    added: dict[str, Backend] = {}
+    for name, backend in backends.items():
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise UsageError(f"sandbox backend name {name!r}: use lower-case letters, digits, '-' and '_'")
+        if name in _BUILT_IN or name in _BACKENDS:
+            raise UsageError(f"sandbox backend '{name}' is already defined; give the added one another name")
+        if isinstance(backend, Backend):
+            added[name] = backend
+        elif callable(backend):
+            added[name] = Backend(backend, lambda: None)
+        else:
+            raise UsageError(f"sandbox backend '{name}': expected a factory or a Backend, not {type(backend).__name__}")
+    _BACKENDS.update(added)
+
+    def remove() -> None:
+        for name in added:
+            _BACKENDS.pop(name, None)
+
+    return remove
 
 
 def _backend(kind: str) -> Backend:

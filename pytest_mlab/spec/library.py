@@ -12,15 +12,17 @@ import os
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Hashable, TypeVar
+from typing import Any, Callable, Hashable, Mapping, TypeVar
 
 from pytest_mlab.errors import SpecError
 from pytest_mlab.spec import models
+from pytest_mlab.spec.agent_options import check_options, check_with_class, implementation_class
+from pytest_mlab.spec.problems import Problems
+from pytest_mlab.spec.refs import resolve_function
+from pytest_mlab.spec.schemas import schema_problems
 from pytest_mlab.spec.suffixes import SPEC_SUFFIXES
-from pytest_mlab.spec.agent_options import check_agent_options
-from pytest_mlab.spec.schemas import validate
-from pytest_mlab.spec.units import parse_duration, parse_size
-from pytest_mlab.spec.yaml_lines import LineMap, dotted, load_yaml_with_lines
+from pytest_mlab.spec.task_checks import COUNT_BOUNDS, DURATIONS, SIZES, limit_value, package_problem, tag_problem
+from pytest_mlab.spec.yaml_lines import LineMap, load_yaml_with_lines
 
 T = TypeVar("T")
 
@@ -47,8 +49,16 @@ class RawSpec:
         """The file itself (symlinks resolved): what tells two specs apart."""
         return self.path.resolve()
 
+    @property
+    def name(self) -> str | None:
+        """The spec's name; None when it has none usable (the schema says why)."""
+        name = self.data.get("name")
+        return name if isinstance(name, str) and name else None
 
-def read_raw(path: Path, kind: str) -> RawSpec:
+
+def read_raw(path: Path, kind: str, homes: Mapping[str, Path] | None = None) -> RawSpec:
+    """The file's data, when it is a spec of ``kind``. ``homes``: the folder of each kind, for the
+    hint that moves a spec of another kind where it belongs."""
     display = display_path(path)
     data, lines = load_yaml_with_lines(path, display)
     if not isinstance(data, dict):
@@ -59,11 +69,17 @@ def read_raw(path: Path, kind: str) -> RawSpec:
                         f"the 'kind:' line is missing; a {kind} spec starts with 'kind: {kind}'")
     if found != kind:
         where = lines.locate(("kind",), display)[1]
-        raise SpecError(display, where, "kind", f"expected 'kind: {kind}', found {found!r}")
-    name = data.get("name")
-    if not isinstance(name, str) or not name:
-        raise SpecError(display, lines.locate(("name",), display)[1], "name", "every spec needs a 'name:' string")
+        home = (homes or {}).get(found) if isinstance(found, str) else None
+        hint = f"; this is {'an' if found[0] in 'AEIOU' else 'a'} {found} spec: move it to {display_path(home)}/" \
+            if home is not None else ""
+        raise SpecError(display, where, "kind", f"expected 'kind: {kind}', found {found!r}{hint}")
     return RawSpec(data, lines, display, path)
+
+
+def nameless(raw: RawSpec) -> SpecError:
+    """A spec without a name cannot be found by name: what a library says of its file."""
+    line = raw.lines.locate(("name",), raw.display)[1]
+    return SpecError(raw.display, line, "name", "every spec needs a 'name:' string")
 
 
 def remembered(cache: dict, key: Hashable, compute: Callable[[], T], errors: type[Exception]) -> T:
@@ -107,17 +123,18 @@ def _copy_data(value: Any) -> Any:
 class SpecLibrary:
     """Every spec of one ``kind`` in ``folders``, by name."""
 
-    def __init__(self, kind: str, folders: list[Path]) -> None:
+    def __init__(self, kind: str, folders: list[Path], homes: Mapping[str, Path] | None = None) -> None:
         self.kind = kind
         self.folders = [Path(folder) for folder in folders]
+        self.homes = dict(homes or {})  # the folder of each kind, for hints
         self._files: dict[str, list[RawSpec]] | None = None
-        self._unreadable: list[SpecError] = []
+        self._unreadable: dict[Path, SpecError] = {}
         self._read: dict[str, RawSpec | SpecError] = {}
 
     def read(self, path: Path) -> RawSpec:
         """The spec in ``path``, parsed once however often it is asked for (errors too)."""
         key = os.path.abspath(path)  # with the current directory, this fixes the display path
-        return remembered(self._read, key, lambda: read_raw(path, self.kind), SpecError)
+        return remembered(self._read, key, lambda: read_raw(path, self.kind, self.homes), SpecError)
 
     def _index(self) -> dict[str, list[RawSpec]]:
         if self._files is None:
@@ -131,22 +148,38 @@ class SpecLibrary:
                     try:
                         raw = self.read(path)
                     except SpecError as exc:
-                        self._unreadable.append(exc)
+                        self._unreadable[path] = exc
                         continue
-                    self._files.setdefault(raw.data["name"], []).append(raw)
+                    if raw.name is None:
+                        self._unreadable[path] = nameless(raw)
+                        continue
+                    self._files.setdefault(raw.name, []).append(raw)
         return self._files
 
     def names(self) -> list[str]:
         return sorted(self._index())
 
+    def entries(self, name: str) -> list[RawSpec]:
+        """The files that define ``name`` (more than one is an error, see :meth:`check_unique`)."""
+        return list(self._index().get(name, ()))
+
     def unreadable(self) -> list[SpecError]:
         """Files in the folders that could not be read as specs of this kind."""
+        return list(self.unreadable_files().values())
+
+    def unreadable_files(self) -> dict[Path, SpecError]:
+        """The same, by file."""
         self._index()
-        return list(self._unreadable)
+        return dict(self._unreadable)
 
     def add(self, raw: RawSpec) -> None:
-        """Make a file outside the folders (a task collected by pytest) known by name."""
-        entries = self._index().setdefault(raw.data["name"], [])
+        """Make a file outside the folders (a task collected by pytest) known by name; one without
+        a name is counted among the files that could not be read."""
+        if raw.name is None:
+            self._index()
+            self._unreadable[raw.path] = nameless(raw)
+            return
+        entries = self._index().setdefault(raw.name, [])
         if not any(entry.real_path == raw.real_path for entry in entries):
             entries.append(raw)
 
@@ -158,12 +191,12 @@ class SpecLibrary:
         return entries[0]
 
     def check_unique(self, raw: RawSpec) -> None:
-        entries = self._index().get(raw.data["name"], [])
+        entries = self._index().get(raw.name, []) if raw.name else []
         others = [entry for entry in entries if entry.real_path != raw.real_path]
         if others:
             other = others[0]
             raise SpecError(raw.display, raw.lines.locate(("name",), raw.display)[1], "name",
-                            f"duplicate {self.kind} name '{raw.data['name']}': also defined in "
+                            f"duplicate {self.kind} name '{raw.name}': also defined in "
                             f"{other.display}:{other.lines.locate(('name',), other.display)[1]}; names must be unique")
 
     def unknown(self, name: str, wanted_by: tuple[str, int | None, str] | None) -> SpecError:
@@ -181,6 +214,21 @@ class SpecLibrary:
 
     def resolve(self, raw: RawSpec) -> tuple[dict[str, Any], LineMap]:
         """Apply ``extends:`` chains (parents first), detecting cycles, then validate the result."""
+        data, lines, problems = self.checked(raw)
+        problems.raise_any()
+        return data, lines
+
+    def checked(self, raw: RawSpec) -> tuple[dict[str, Any], LineMap, Problems]:
+        """:meth:`merged`, with what the schema rejects recorded as problems (not raised yet)."""
+        data, lines = self.merged(raw)
+        problems = Problems(raw.display, lines)
+        if raw.name is None:
+            problems.reject((("name",),), nameless(raw))
+        problems.reject_all(schema_problems(self.kind, data, lines, raw.display))
+        return data, lines, problems
+
+    def merged(self, raw: RawSpec) -> tuple[dict[str, Any], LineMap]:
+        """Apply ``extends:`` chains (parents first), detecting cycles; the result is not validated."""
         chain = [raw]
         seen = {raw.real_path}
         while "extends" in chain[-1].data:
@@ -191,7 +239,7 @@ class SpecLibrary:
                 raise SpecError(*where, f"must be the name of another {self.kind}, not {parent_name!r}")
             parent = self.raw(parent_name, wanted_by=where)
             if parent.real_path in seen:
-                names = " -> ".join(spec.data["name"] for spec in chain + [parent])
+                names = " -> ".join(spec.name or spec.display for spec in chain + [parent])
                 raise SpecError(*where, f"'extends' makes a cycle: {names}")
             seen.add(parent.real_path)
             chain.append(parent)
@@ -201,16 +249,25 @@ class SpecLibrary:
             _merge_into(data, spec.data)
             lines = lines.merged_with(spec.lines)
         data.pop("extends", None)
-        data["name"] = raw.data["name"]
-        validate(self.kind, data, lines, raw.display)
+        if "name" in raw.data:
+            data["name"] = raw.data["name"]
+        else:
+            data.pop("name", None)  # a name is never inherited
         return data, lines
 
 
 # ---------------------------------------------------------------- building typed specs
+# Each builder records every problem of the spec before raising them together, so that a file
+# is fixed in one round; the typed spec is made only from a spec without problems.
 
 
 def build_action(raw: RawSpec, library: SpecLibrary) -> models.ActionSpec:
-    data, _lines = library.resolve(raw)
+    """Validate an action, and that its function can be imported."""
+    data, lines, problems = library.checked(raw)
+    where = lines.locate(("implementation",), raw.display)
+    problems.run(lambda: resolve_function(data["implementation"], source=where[0], line=where[1],
+                                          purpose=f"action '{data.get('name')}'"), ("implementation",))
+    problems.raise_any()
     arguments = tuple(
         models.ArgumentSpec(name=name, type=arg["type"], description=arg["description"],
                             default=arg.get("default"), required="default" not in arg)
@@ -223,18 +280,24 @@ def build_action(raw: RawSpec, library: SpecLibrary) -> models.ActionSpec:
 
 
 def build_agent(raw: RawSpec, library: SpecLibrary, actions: SpecLibrary) -> models.AgentSpec:
-    """Validate an agent, its actions, and its options against its class's options schema."""
-    data, lines = library.resolve(raw)
+    """Validate an agent, that its actions exist, its class and its options against the class's
+    options schema. Only what the class checks itself (``check_spec``) waits for a valid spec."""
+    data, lines, problems = library.checked(raw)
     for key in ("actions", "accepts"):
-        for index, action in enumerate(data.get(key, ())):
+        for index, action in enumerate(_items(data.get(key))):
             file, line = lines.locate((key, index), raw.display)
-            actions.raw(action, wanted_by=(file, line, f"{key}[{index}]"))
+            problems.run(lambda: actions.raw(action, wanted_by=(file, line, f"{key}[{index}]")), (key, index))
+    cls = problems.run(lambda: implementation_class(data["implementation"], data.get("name"), lines, raw.display),
+                       ("implementation",))
+    if cls is not None:
+        problems.run(lambda: check_options(cls, data.get("options", {}), lines, raw.display), ("options",))
+    problems.raise_any()
     agent = models.AgentSpec(name=data["name"], implementation=data["implementation"], actions=tuple(data["actions"]),
                              source=raw.display, description=data.get("description", "").strip(),
                              llm=dict(data.get("llm", {})), expect=data.get("expect", "success"),
                              default=data.get("default", False), options=dict(data.get("options", {})),
                              accepts=tuple(data.get("accepts", ())))
-    check_agent_options(agent, lines)
+    check_with_class(cls, agent, lines)
     return agent
 
 
@@ -268,100 +331,143 @@ def top_level_functions(file: Path) -> frozenset[str]:
 
 
 def build_task(raw: RawSpec, library: SpecLibrary, root: Path, files: TaskFiles | None = None) -> models.TaskSpec:
-    """Validate a task and check what the schema cannot: files, functions and cross-references.
-    ``files``: what earlier tasks found on disk (a session passes the same one for every task)."""
+    """Validate a task and check what the schema cannot: files, functions, cross-references,
+    bounds, tags and package names. ``files``: what earlier tasks found on disk (a session passes
+    the same one for every task)."""
     files = files or TaskFiles()
-    data, lines = library.resolve(raw)
-    library.check_unique(raw)
+    data, lines, problems = library.checked(raw)
     display = raw.display
-
-    def fail(path: tuple, message: str) -> SpecError:
-        file, line = lines.locate(path, display)
-        return SpecError(file, line, dotted(path), message)
-
-    assets = files.assets(root, data["assets"])
-    if not assets.is_dir():
-        raise fail(("assets",), f"assets folder '{data['assets']}' does not exist (looked in {display_path(assets)}); "
-                                f"paths are relative to the project root {display_path(root)}")
-    metric_data = data["metric"]
-    grader = models.FunctionRef.parse(metric_data["grader"])
-    _check_function(assets, grader, fail, ("metric", "grader"), files)
-    measure = _build_measure(assets, metric_data.get("measure"), fail)
-    variants = {}
-    for variant, variant_data in data["data"].items():
-        prepare = models.FunctionRef.parse(variant_data["prepare"])
-        _check_function(assets, prepare, fail, ("data", variant, "prepare"), files)
-        variants[variant] = models.DataVariant(variant, prepare, models.Requirements.from_dict(variant_data.get("requires")))
+    fail = problems.error
+    problems.run(lambda: library.check_unique(raw), ("name",))
+    assets = problems.run(lambda: _assets_folder(files, root, data["assets"], fail), ("assets",))
+    in_assets = ("assets",)  # what the checks of files in the assets folder read besides their own value
+    metric = _mapping(data.get("metric"))
+    grader = problems.run(lambda: _function(assets, metric["grader"], fail, ("metric", "grader"), files),
+                          ("metric", "grader"), in_assets)
+    measure = _mapping(metric.get("measure"))
+    if "script" in measure:
+        problems.run(lambda: _measure_script(assets, measure["script"], fail), ("metric", "measure", "script"),
+                     in_assets)
+    measure_limits = _limits(measure, ("metric", "measure"), problems)
+    prepares = {}
+    for variant, variant_data in _mapping(data.get("data")).items():
+        path = ("data", variant, "prepare")
+        prepares[variant] = problems.run(lambda: _function(assets, variant_data["prepare"], fail, path, files),
+                                         path, in_assets)
+    for variant in _mapping(data.get("baseline")):
+        if variant != "tolerance" and isinstance(data.get("data"), dict) and variant not in prepares:
+            problems.add(("baseline", variant), f"no data variant '{variant}'; the task has: {', '.join(prepares)}")
+    starter = data.get("starter", "train.py")
+    starter_at = ("starter",) if "starter" in data else ("assets",)
+    problems.run(lambda: _starter(assets, starter, fail, starter_at), starter_at, in_assets)
+    limits = _limits(_mapping(data.get("limits")), ("limits",), problems)
+    _check_names(problems, tag_problem, ("tags",), data.get("tags"))
+    for at in [("requires",), *(("data", variant, "requires") for variant in prepares)]:
+        _check_names(problems, package_problem, (*at, "packages"), _mapping(_lookup(data, at)).get("packages"))
+    sandbox = _mapping(data.get("sandbox"))
+    if "image" in sandbox and "dockerfile" in sandbox:
+        problems.add(("sandbox",), "name either an image or a dockerfile, not both: the commands run in one image")
+    dockerfile = None
+    if "dockerfile" in sandbox:
+        dockerfile = problems.run(lambda: _dockerfile(assets, sandbox["dockerfile"], fail),
+                                  ("sandbox", "dockerfile"), in_assets)
+    problems.raise_any()
     baseline_data = dict(data.get("baseline", {}))
     tolerance = baseline_data.pop("tolerance", models.DEFAULT_BASELINE_TOLERANCE)
-    for variant in baseline_data:
-        if variant not in variants:
-            raise fail(("baseline", variant), f"no data variant '{variant}'; the task has: {', '.join(variants)}")
-    starter = data.get("starter", "train.py")
-    if not (assets / "env" / starter).is_file():
-        raise fail(("starter",) if "starter" in data else ("assets",),
-                   f"starter script '{starter}' not found in {display_path(assets / 'env')}")
-    limits = _build_limits(data.get("limits", {}), fail)
     reference = data.get("reference", {})
-    sandbox = data.get("sandbox", {})
-    dockerfile = None
-    if "image" in sandbox and "dockerfile" in sandbox:
-        raise fail(("sandbox",), "name either an image or a dockerfile, not both: the commands run in one image")
-    if "dockerfile" in sandbox:
-        dockerfile = (assets / sandbox["dockerfile"]).resolve()
-        if not dockerfile.is_file() or not dockerfile.is_relative_to(assets):
-            raise fail(("sandbox", "dockerfile"),
-                       f"Dockerfile '{sandbox['dockerfile']}' not found in the assets folder {display_path(assets)}")
     return models.TaskSpec(
         name=data["name"], description=data["description"].strip(), source=display,
         line=lines.locate((), display)[1] or 1, assets=assets,
-        metric=models.Metric(metric_data["name"], metric_data["direction"], grader,
-                             metric_data.get("submission"), metric_data.get("unit", ""), measure),
-        data=variants, starter=starter, tags=tuple(data.get("tags", ())),
+        metric=models.Metric(metric["name"], metric["direction"], grader, metric.get("submission"),
+                             metric.get("unit", ""), _measure(measure, measure_limits) if measure else None),
+        data={variant: models.DataVariant(variant, prepare,
+                                          models.Requirements.from_dict(data["data"][variant].get("requires")))
+              for variant, prepare in prepares.items()},
+        starter=starter, tags=tuple(data.get("tags", ())),
         read_only=tuple(data.get("read_only", ())), baseline=baseline_data, baseline_tolerance=float(tolerance),
         success_improvement=float(data.get("success", {}).get("improvement", models.DEFAULT_SUCCESS_IMPROVEMENT)),
-        limits=limits, requires=models.Requirements.from_dict(data.get("requires")),
+        limits=models.Limits(**limits), requires=models.Requirements.from_dict(data.get("requires")),
         reference_script=reference.get("script"), reference_files=reference.get("files", "reference"),
         sandbox_image=sandbox.get("image"), sandbox_dockerfile=dockerfile,
     )
 
 
-def _build_limits(data: dict[str, Any], fail) -> models.Limits:
-    values: dict[str, Any] = {}
-    for key, parse in (("max_time", parse_duration), ("execute_timeout", parse_duration),
-                       ("output_limit", parse_size), ("memory", parse_size), ("snapshot_bytes", parse_size),
-                       ("snapshot_file_size", parse_size)):
-        if key in data:
-            try:
-                values[key] = parse(data[key])
-            except ValueError as exc:
-                raise fail(("limits", key), str(exc)) from None
-    for key in ("max_steps", "pids", "snapshot_files"):
-        if key in data:
-            values[key] = data[key]
-    return models.Limits(**values)
+def _mapping(value: Any) -> dict[str, Any]:
+    """``value`` when it is a mapping, else an empty one (the schema has said what is wrong)."""
+    return value if isinstance(value, dict) else {}
 
 
-def _build_measure(assets: Path, data: dict[str, Any] | None, fail) -> models.Measure | None:
-    if data is None:
-        return None
-    path = ("metric", "measure")
-    if not (assets / data["script"]).is_file():
-        raise fail((*path, "script"), f"'{data['script']}' not found in the assets folder {display_path(assets)}")
-    values: dict[str, Any] = {"script": data["script"], "inputs": tuple(data.get("inputs", ()))}
-    for key, parse in (("timeout", parse_duration), ("output_limit", parse_size)):
-        if key in data:
-            try:
-                values[key] = parse(data[key])
-            except ValueError as exc:
-                raise fail((*path, key), str(exc)) from None
-    if "timing" in data:
-        values["timing_repeats"] = data["timing"]["repeats"]
-    return models.Measure(**values)
+def _items(value: Any) -> list[Any]:
+    """``value`` when it is a list, else an empty one (the schema has said what is wrong)."""
+    return value if isinstance(value, list) else []
 
 
-def _check_function(assets: Path, ref: models.FunctionRef, fail, path: tuple, files: TaskFiles) -> None:
-    """The file exists and defines the function at top level (parsed, never imported)."""
+def _lookup(data: dict[str, Any], path: tuple) -> Any:
+    for key in path:
+        data = _mapping(data).get(key)
+    return data
+
+
+def _check_names(problems: Problems, problem_of: Callable[[str], str | None], at: tuple, names: Any) -> None:
+    """Each string of the list ``names`` (found at ``at``) that ``problem_of`` objects to is a problem."""
+    for index, name in enumerate(_items(names)):
+        message = problem_of(name) if isinstance(name, str) else None
+        if message:
+            problems.add((*at, index), message)
+
+
+def _limits(values: dict[str, Any], at: tuple, problems: Problems) -> dict[str, float | int]:
+    """The limits among ``values`` (found at ``at``) as runs use them; each one out of bounds is a problem."""
+    parsed = {}
+    for key, value in values.items():
+        if key in (*DURATIONS, *SIZES, *COUNT_BOUNDS):
+            parsed[key] = problems.run(lambda: _limit((*at, key), value, problems.error), (*at, key))
+    return parsed
+
+
+def _limit(path: tuple, value: Any, fail) -> float | int:
+    try:
+        return limit_value(path[-1], value)
+    except ValueError as exc:
+        raise fail(path, str(exc)) from None
+
+
+def _assets_folder(files: TaskFiles, root: Path, folder: str, fail) -> Path:
+    assets = files.assets(root, folder)
+    if not assets.is_dir():
+        raise fail(("assets",), f"assets folder '{folder}' does not exist (looked in {display_path(assets)}); "
+                                f"paths are relative to the project root {display_path(root)}")
+    return assets
+
+
+def _starter(assets: Path, starter: str, fail, at: tuple) -> None:
+    if not (assets / "env" / starter).is_file():
+        raise fail(at, f"starter script '{starter}' not found in {display_path(assets / 'env')}")
+
+
+def _dockerfile(assets: Path, name: str, fail) -> Path:
+    dockerfile = (assets / name).resolve()
+    if not dockerfile.is_file() or not dockerfile.is_relative_to(assets):
+        raise fail(("sandbox", "dockerfile"),
+                   f"Dockerfile '{name}' not found in the assets folder {display_path(assets)}")
+    return dockerfile
+
+
+def _measure_script(assets: Path, script: str, fail) -> None:
+    if not (assets / script).is_file():
+        raise fail(("metric", "measure", "script"), f"'{script}' not found in the assets folder {display_path(assets)}")
+
+
+def _measure(data: dict[str, Any], limits: dict[str, float | int]) -> models.Measure:
+    """The measure step of a valid spec."""
+    timing = data.get("timing")
+    return models.Measure(script=data["script"], inputs=tuple(data.get("inputs", ())), **limits,
+                          timing_repeats=timing["repeats"] if timing else None)
+
+
+def _function(assets: Path, text: str, fail, path: tuple, files: TaskFiles) -> models.FunctionRef:
+    """``FILE.py:FUNCTION``: the file exists and defines the function at top level (parsed, never imported)."""
+    ref = models.FunctionRef.parse(text)
     file = assets / ref.file
     if not file.is_file():
         raise fail(path, f"'{ref.file}' not found in the assets folder {display_path(assets)}")
@@ -371,5 +477,7 @@ def _check_function(assets: Path, ref: models.FunctionRef, fail, path: tuple, fi
         raise fail(path, f"{display_path(file)}:{exc.lineno}: cannot be parsed: {exc.msg}") from None
     if ref.function not in defined:
         guess = difflib.get_close_matches(ref.function, sorted(defined), n=1)
-        hint = f"; did you mean '{guess[0]}'?" if guess else (f"; it defines: {', '.join(sorted(defined))}" if defined else "")
+        defines = f"; it defines: {', '.join(sorted(defined))}" if defined else ""
+        hint = f"; did you mean '{guess[0]}'?" if guess else defines
         raise fail(path, f"{display_path(file)} has no function '{ref.function}'{hint}")
+    return ref

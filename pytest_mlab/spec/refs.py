@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, Callable
 
 from pytest_mlab.errors import SpecError
 
@@ -24,6 +24,15 @@ def resolve_object(reference: str, *, source: str, line: int | None = None, wher
         found = getattr(found, part, _MISSING)
         if found is _MISSING:
             raise SpecError(source, line, where, f"'{module_name}' has no '{attribute}' for {purpose}")
+    return found
+
+
+def resolve_function(reference: str, *, source: str, line: int | None = None, purpose: str) -> Callable[..., Any]:
+    """:func:`resolve_object`, which must be callable: an action's function."""
+    found = resolve_object(reference, source=source, line=line, purpose=purpose)
+    if not callable(found):
+        raise SpecError(source, line, "implementation",
+                        f"'{reference}' is not a function, so it cannot carry out {purpose}")
     return found
 
 

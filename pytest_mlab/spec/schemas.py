@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from pytest_mlab.errors import SpecError
-from pytest_mlab.spec.yaml_lines import LineMap, dotted
+from pytest_mlab.spec.problems import Problems
+from pytest_mlab.spec.yaml_lines import JsonPath, LineMap, dotted
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 KINDS = ("Task", "Action", "Agent")
+_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+Problem = tuple[tuple[JsonPath, ...], SpecError]  # an error, and the paths later checks must not read
 
 # fastjsonschema, where it is installed, compiles a schema into Python code that checks a spec
 # about 20 times faster than jsonschema. It is only trusted to say "valid": a spec it rejects (or
@@ -64,9 +68,17 @@ def known_valid(kind: str, data: dict[str, Any]) -> bool:
 
 def validate(kind: str, data: dict[str, Any], lines: LineMap, display: str) -> None:
     """Raise one SpecError listing every schema violation, sorted by line."""
+    _raise_all(schema_problems(kind, data, lines, display), lines, display)
+
+
+def schema_problems(kind: str, data: dict[str, Any], lines: LineMap, display: str) -> list[Problem]:
+    """What the schema of ``kind`` rejects in ``data``, after every number that is not finite (JSON
+    has no such numbers, and a score, threshold or limit cannot be one): each with the paths it
+    makes unusable for later checks."""
+    found = [((path,), problem) for path, problem in _non_finite(data, (), lines, display)]
     if known_valid(kind, data):
-        return
-    _raise_problems(validator(kind).iter_errors(data), lines, display, ())
+        return found
+    return found + _problems(validator(kind).iter_errors(data), lines, display, ())
 
 
 def validate_with(schema: dict[str, Any], data: Any, lines: LineMap, display: str, *, at: tuple = ()) -> None:
@@ -76,52 +88,94 @@ def validate_with(schema: dict[str, Any], data: Any, lines: LineMap, display: st
         return  # nothing to check, and no reason to import jsonschema
     import jsonschema
 
-    _raise_problems(jsonschema.Draft7Validator(schema).iter_errors(data), lines, display, at)
+    _raise_all(_problems(jsonschema.Draft7Validator(schema).iter_errors(data), lines, display, at), lines, display)
 
 
-def _raise_problems(errors: Iterable[jsonschema.ValidationError], lines: LineMap, display: str, at: tuple) -> None:
-    problems = []
+def _raise_all(found: list[Problem], lines: LineMap, display: str) -> None:
+    problems = Problems(display, lines)
+    problems.reject_all(found)
+    problems.raise_any()
+
+
+def _problems(errors: Iterable[jsonschema.ValidationError], lines: LineMap, display: str, at: tuple) -> list[Problem]:
+    """One problem per error, except that an object's missing keys are one problem naming them all."""
+    found = []
+    missing_reported = set()
     for error in errors:
         path = at + tuple(error.absolute_path)
+        if error.validator == "required":
+            if path in missing_reported:
+                continue
+            missing_reported.add(path)
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            allowed = sorted(error.schema.get("properties", {}))
+            for key in _extra(error):
+                file, line = lines.locate(path + (key,), display)
+                found.append(((path + (key,),), SpecError(file, line, dotted(path + (key,)), _unknown(key, allowed))))
+            continue
         file, line = lines.locate(path, display)
         file, line, where = _pinpoint(error, path, lines, file, line)
-        problems.append(SpecError(file, line, where, _message(error)))
-    if problems:
-        problems.sort(key=lambda p: (p.path != display, p.line or 0))
-        raise SpecError(problems[0].path, problems[0].line, problems[0].where, problems[0].message, problems[1:])
+        found.append((_rejects(error, path), SpecError(file, line, where, _message(error))))
+    return found
+
+
+def _rejects(error: jsonschema.ValidationError, path: JsonPath) -> tuple[JsonPath, ...]:
+    """The paths an error makes unusable: a missing or unknown key is only that key, not its parent."""
+    if error.validator == "required" and isinstance(error.instance, dict):
+        return tuple(path + (key,) for key in _missing(error))
+    if "propertyNames" in error.schema_path:
+        return (path + (error.instance,),)
+    return (path,)
+
+
+def _non_finite(value: Any, path: JsonPath, lines: LineMap, display: str) -> Iterator[tuple[JsonPath, SpecError]]:
+    if isinstance(value, float) and not math.isfinite(value):
+        file, line = lines.locate(path, display)
+        yield path, SpecError(file, line, dotted(path), f"{value} is not a finite number; write a real number")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _non_finite(item, path + (key,), lines, display)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _non_finite(item, path + (index,), lines, display)
+
+
+def _missing(error: jsonschema.ValidationError) -> list[str]:
+    return [key for key in error.validator_value if key not in error.instance]
+
+
+def _extra(error: jsonschema.ValidationError) -> list[str]:
+    allowed = set(error.schema.get("properties", {}))
+    return [key for key in error.instance if key not in allowed]
 
 
 def _pinpoint(error: jsonschema.ValidationError, path: tuple, lines: LineMap, file: str, line: int | None):
-    """An unexpected or badly named key is reported at its own line, not at its parent's."""
+    """A badly named key is reported at its own line, not at its parent's."""
     if "propertyNames" in error.schema_path and isinstance(error.instance, str):
         if (path + (error.instance,)) in lines.marks:
             file, line = lines.marks[path + (error.instance,)]
             return file, line, dotted(path + (error.instance,))
-    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        allowed = set(error.schema.get("properties", {}))
-        extra = [key for key in error.instance if key not in allowed]
-        if extra and (path + (extra[0],)) in lines.marks:
-            file, line = lines.marks[path + (extra[0],)]
-            return file, line, dotted(path + (extra[0],))
     return file, line, dotted(path)
 
 
+def _unknown(key: str, allowed: list[str]) -> str:
+    guess = difflib.get_close_matches(key, allowed, n=1)
+    hint = f"; did you mean '{guess[0]}'?" if guess else f"; allowed keys: {', '.join(allowed)}"
+    return f"unknown key '{key}'{hint}"
+
+
 def _message(error: jsonschema.ValidationError) -> str:
-    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        allowed = sorted(error.schema.get("properties", {}))
-        extra = [key for key in error.instance if key not in allowed]
-        if extra:
-            guess = difflib.get_close_matches(extra[0], allowed, n=1)
-            hint = f"; did you mean '{guess[0]}'?" if guess else f"; allowed keys: {', '.join(allowed)}"
-            return f"unknown key '{extra[0]}'{hint}"
     if error.validator == "required" and isinstance(error.instance, dict):
-        missing = [key for key in error.validator_value if key not in error.instance]
+        missing = _missing(error)
         if missing:
-            return f"missing required key '{missing[0]}'"
+            keys = ", ".join(f"'{key}'" for key in missing)
+            return f"missing required key{'s' if len(missing) > 1 else ''} {keys}"
     if error.validator == "oneOf" and "description" in error.schema:
         return f"{error.instance!r} is not valid: expected {error.schema['description']}"
     if error.validator == "pattern" and "description" in error.schema:
         return f"{error.instance!r} is not valid: expected {error.schema['description']}"
+    if error.validator in _BOUNDS and "description" in error.schema:
+        return f"{error.message} ({error.schema['description']})"
     if error.validator == "const":
         return f"{error.instance!r} should be {error.validator_value!r}"
     if "propertyNames" in error.schema_path:

@@ -49,7 +49,10 @@ def parse_size(value: str | int) -> int:
         match = _SIZE.match(str(value))
         if not match:
             raise ValueError(f"{value!r} is not a size; write bytes or a number with K, M, G or T, e.g. 100M")
-        size = int(float(match.group(1)) * 1024 ** _POWERS[match.group(2).lower()])
+        number = float(match.group(1)) * 1024 ** _POWERS[match.group(2).lower()]
+        if not math.isfinite(number):
+            raise ValueError(f"{value!r} is not a finite size")
+        size = int(number)
     if size <= 0:
         raise ValueError(f"{value!r} must be larger than zero")
     return size

@@ -88,6 +88,12 @@ def _compose(text: str, display: str) -> yaml.Node | None:
         return yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         raise SpecError(display, *_syntax_error(exc, text)) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow; PyYAML gives its offset only
+        before = text[:exc.position]
+        column = exc.position - before.rfind("\n")
+        raise SpecError(display, before.count("\n") + 1, "",
+                        f"YAML syntax error: unacceptable character #x{exc.character:04x} in column {column}: "
+                        f"YAML does not allow it (a control or special character); remove it") from None
     except yaml.YAMLError as exc:
         raise SpecError(display, None, "", f"YAML error: {exc}") from None
 

@@ -13,7 +13,7 @@ import os
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Callable
 
 from pytest_mlab.errors import TraceError
 
@@ -41,15 +41,19 @@ class TraceWriter:
 
     Each :meth:`write` costs one buffered write and one flush, never a rewrite of the file.
     With ``fsync=True`` each line is also forced to the disk (survives a power cut, costs more).
+    ``observer`` is called with each record once it is written (the run's live status follows
+    the steps this way, without the Environment knowing of it).
 
     ``current_step`` is the number of the step the run is taking now: the Environment advances
     it, and whatever else writes to the trace (LLM calls made before a step or inside its
     composite action) files its records under it, without knowing the Environment.
     """
 
-    def __init__(self, path: Path | str, *, fsync: bool = False) -> None:
+    def __init__(self, path: Path | str, *, fsync: bool = False,
+                 observer: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.path = Path(path)
         self._fsync = fsync
+        self._observer = observer
         self.current_step = 1
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh: BinaryIO | None = open(self.path, "ab")
@@ -72,6 +76,8 @@ class TraceWriter:
         self._fh.flush()
         if self._fsync:
             os.fsync(self._fh.fileno())
+        if self._observer is not None:
+            self._observer(record)
 
     def close(self) -> None:
         """Flush and close; calling it again does nothing."""

@@ -41,6 +41,8 @@ def test_outputs_junit_properties_and_gate_under_xdist(pytester, project):
                  "plots/improvement.png", "gate/main.json"):
         assert (project / name if name.startswith("gate") else out / name).is_file(), name
     assert not (out / "plots" / "efficiency.png").exists()  # no LLM ran: nothing to show, no empty plot
+    environment = json.loads((out / "results.json").read_text())["settings"]["environment"]
+    assert environment["cpus"] and environment["python"] and environment["commit"]  # the report's header
     text = output_of(result)
     assert "average success" in text and "report: " in text
     cases = {case.get("name"): case for case in ET.parse(project / "junit.xml").getroot().iter("testcase")}

@@ -184,7 +184,7 @@ def test_an_action_argument_with_a_default_is_optional(layout: Layout) -> None:
           file_name: {type: string, description: a workspace file}
           skip_blank: {type: boolean, description: ignore empty lines, default: false}
         returns: The number of lines.
-        implementation: my_actions:count_lines
+        implementation: pytest_mlab.actions.files:read_file
         """)
     action = layout.project().action("Count Lines")
     assert action.description == "Count the lines of a file."

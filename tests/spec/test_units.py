@@ -111,3 +111,8 @@ def test_parse_size_rejects_booleans() -> None:
 ])
 def test_format_duration(seconds: float, text: str) -> None:
     assert format_duration(seconds) == text
+
+
+def test_parse_size_rejects_a_size_too_large_for_a_number() -> None:
+    with pytest.raises(ValueError, match="is not a finite size"):
+        parse_size("9" * 400 + "G")

@@ -290,6 +290,16 @@ def test_non_utf8_file_is_a_spec_error(tmp_path: Path) -> None:
     assert re.search(r"not UTF-8", error.message)
 
 
+@pytest.mark.parametrize("fast", [True, False], ids=["libyaml", "pyyaml"])
+def test_a_nul_byte_names_its_line_and_column(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fast: bool) -> None:
+    if not fast:
+        monkeypatch.setattr(yaml_lines, "FAST_LOADER", None)
+    error = load_error(tmp_path, b"kind: Task\nname: nul\ndescription: a\x00b\n", name="nul.yaml")
+    assert error.render() == ("nul.yaml:3: YAML syntax error: unacceptable character #x0000 in column 15: "
+                              "YAML does not allow it (a control or special character); remove it")
+    assert "position" not in error.message
+
+
 # ------------------------------------------------------------------ libyaml and the pure Python parser
 
 needs_libyaml = pytest.mark.skipif(yaml_lines.FAST_LOADER is None, reason="PyYAML was built without libyaml")
