@@ -6,7 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# Imported before any test runs, so they are in every in-process pytester run's snapshot of
+# sys.modules: pytester removes modules first imported during its run, and numpy (with pandas on
+# it) refuses to be imported a second time in one process ("cannot load module more than once").
+# The spec reader's YAML classes likewise: libyaml's loader keeps the classes of its first import.
+import numpy  # noqa: F401
+import pandas  # noqa: F401
 import pytest
+import yaml  # noqa: F401
+
+import pytest_mlab.spec.library  # noqa: F401
 
 from tests.helpers import copy_toy_project
 

@@ -1,4 +1,4 @@
-"""Before any run: does a real model have the API key(s) it needs? litellm knows which variables."""
+"""Before any run: can litellm route a real model, and does it have the API key(s) it needs?"""
 
 from __future__ import annotations
 
@@ -25,3 +25,19 @@ def missing_key_reason(model: str) -> str | None:
         return None
     return (f"model '{model}' needs the environment variable {', '.join(missing)}: export {missing[0]}=... "
             f"(or run without a key: --llm=scripted:FILE, or --llm=replay:TRACE)")
+
+
+@functools.lru_cache(maxsize=None)
+def unknown_model_reason(model: str) -> str | None:
+    """Why litellm cannot route ``model`` (imports litellm), or None when it can. Every run of such
+    a model would fail at its first call, so this is said once, before any run."""
+    import litellm
+
+    litellm.suppress_debug_info = True
+    try:
+        litellm.get_llm_provider(model)
+    except Exception:
+        return (f"litellm cannot tell which provider serves the model '{model}': name it with its provider, e.g. "
+                f"openai/{model.split('/')[-1]} or anthropic/{model.split('/')[-1]} "
+                f"(providers: https://docs.litellm.ai/docs/providers)")
+    return None

@@ -96,9 +96,19 @@ def unavailable(models: Mapping[str, str], task: str, base: Path | None = None) 
         elif model == HUMAN or _added(model) is not None:
             reason = None
         else:
-            from pytest_mlab.llm.keys import missing_key_reason
+            from pytest_mlab.llm.keys import missing_key_reason, unknown_model_reason
 
-            reason = missing_key_reason(model)
+            reason = unknown_model_reason(model) or missing_key_reason(model)
         if reason:
             return reason
     return None
+
+
+def unroutable(model: str) -> str | None:
+    """Why a model typed on the command line can never be called (a usage error), or None: offline
+    and plugin-added providers always can; litellm must know the provider of the rest."""
+    if _built_in(model) or _added(model) is not None:
+        return None
+    from pytest_mlab.llm.keys import unknown_model_reason
+
+    return unknown_model_reason(model)

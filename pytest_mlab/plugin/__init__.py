@@ -47,6 +47,7 @@ def pytest_configure(config: pytest.Config) -> None:
             project_of(config).agent(name, wanted_by=(settings.agents_source, None, ""))
         except SpecError as exc:
             raise pytest.UsageError(str(exc)) from None
+    _check_models(settings)
     if any((settings.llm, settings.fast_llm, settings.edit_llm)) and _parallel(config):
         from pytest_mlab.llm.providers import HUMAN
 
@@ -179,6 +180,17 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
 
         return TaskFile.from_parent(parent, path=file_path)
     return None
+
+
+def _check_models(settings) -> None:
+    """A model typed on the command line that litellm cannot route is a usage error before any run,
+    not a crash in every run counted against the agent."""
+    from pytest_mlab.llm.providers import unroutable
+
+    for option, model in (("--llm", settings.llm), ("--fast-llm", settings.fast_llm), ("--edit-llm", settings.edit_llm)):
+        reason = unroutable(model) if model else None
+        if reason:
+            raise pytest.UsageError(f"{option}={model}: {reason}")
 
 
 def _parallel(config: pytest.Config) -> bool:

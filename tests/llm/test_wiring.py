@@ -87,6 +87,21 @@ def test_missing_api_key_skips_before_any_run_naming_the_variable(pytester, proj
     assert not (project / "mlab-results" / "runs").exists() or not any((project / "mlab-results" / "runs").iterdir())
 
 
+def test_a_model_litellm_cannot_route_is_a_usage_error_before_any_run(pytester, project):
+    result, results = run_project(pytester, project, "--llm=nosuchprovider/xyz")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and results == {}
+    result.stderr.fnmatch_lines(["*--llm=nosuchprovider/xyz: litellm cannot tell which provider serves the model "
+                                 "'nosuchprovider/xyz': name it with its provider, e.g. openai/xyz*"])
+
+
+def test_an_agent_spec_naming_an_unroutable_model_skips_and_the_session_fails(pytester):
+    project = llm_project(pytester.path, agent_llm="main: nosuchprovider/xyz")
+    result, _ = run_project(pytester, project, "-rs")
+    result.assert_outcomes(skipped=1)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR  # nothing ran: CI must not go green
+    result.stdout.fnmatch_lines(["*litellm cannot tell which provider serves the model 'nosuchprovider/xyz'*"])
+
+
 def test_human_under_xdist_is_a_usage_error(pytester, project):
     result, _ = run_project(pytester, project, "--llm=human", "-n", "2")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
