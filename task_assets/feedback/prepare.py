@@ -10,7 +10,9 @@ essays whose wording follows their scores: richer vocabulary, linking words (coh
 subordinate clauses (syntax), set phrases (phraseology), and fewer grammar, spelling and
 capitalisation mistakes (grammar, conventions) for higher scores. The six scores share a latent
 writing ability, as the real ones do, plus their own variation. ``full`` downloads the
-competition's train.csv (the Kaggle test set has no public scores) and holds out 20% by text_id.
+competition's train.csv (the Kaggle test set has no public scores). Both hold out test essays
+by the original benchmark's rule: shuffle the rows with pandas (``random_state=42``, whatever the
+seed), keep the first 98% in that order for train.csv and the last 2% for the test.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import pandas as pd
 
 COMPETITION = "feedback-prize-english-language-learning"
 SCORES = ["cohesion", "syntax", "vocabulary", "phraseology", "grammar", "conventions"]
-TEST_FRACTION = 0.25
+TRAIN_FRACTION = 0.98
+SHUFFLE_STATE = 42  # the original's fixed shuffle
 N_ESSAYS = 1600
 
 TOPICS = ["school uniforms", "online classes", "summer jobs", "phones in class", "community service",
@@ -41,27 +44,30 @@ MISSPELL = {"because": "becuase", "a lot": "alot", "don't": "dont", "their": "th
 
 
 def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
-    essays = generate(np.random.default_rng(seed), N_ESSAYS)
-    held = np.random.default_rng(seed + 1).permutation(len(essays))[: int(round(TEST_FRACTION * len(essays)))]
-    write(essays, set(essays["text_id"].iloc[held]), pathlib.Path(public), pathlib.Path(hidden))
+    write(generate(np.random.default_rng(seed), N_ESSAYS), pathlib.Path(public), pathlib.Path(hidden))
 
 
 def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathlib.Path) -> None:
-    from pytest_mlab.data import kaggle_competition, split_ids
+    from pytest_mlab.data import kaggle_competition
 
     folder = kaggle_competition(COMPETITION, downloads)
     essays = pd.read_csv(folder / "train.csv", dtype={"text_id": str}, keep_default_na=False)
-    _kept, held = split_ids(essays["text_id"], TEST_FRACTION, seed)
-    write(essays, set(held), pathlib.Path(public), pathlib.Path(hidden))
+    write(essays, pathlib.Path(public), pathlib.Path(hidden))
 
 
-def write(essays: pd.DataFrame, test_ids: set, public: pathlib.Path, hidden: pathlib.Path) -> None:
-    is_test = essays["text_id"].isin(test_ids)
-    essays[~is_test].to_csv(public / "train.csv", index=False)
-    essays.loc[is_test, ["text_id", "full_text"]].to_csv(public / "test.csv", index=False)
-    sample = essays.loc[is_test, ["text_id"]].assign(**{score: 3.0 for score in SCORES})
-    sample.to_csv(public / "sample_submission.csv", index=False)
-    essays.loc[is_test, ["text_id"] + SCORES].to_csv(hidden / "answers.csv", index=False)
+def split(essays: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(train, test)`` as the original benchmark cuts them, so that full scores compare with the original's."""
+    shuffled = essays.sample(frac=1, random_state=SHUFFLE_STATE).reset_index(drop=True)
+    cut = int(len(shuffled) * TRAIN_FRACTION)
+    return shuffled.iloc[:cut], shuffled.iloc[cut:]
+
+
+def write(essays: pd.DataFrame, public: pathlib.Path, hidden: pathlib.Path) -> None:
+    train, test = split(essays)
+    train.to_csv(public / "train.csv", index=False)
+    test[["text_id", "full_text"]].to_csv(public / "test.csv", index=False)
+    test[["text_id"]].assign(**{score: 3.0 for score in SCORES}).to_csv(public / "sample_submission.csv", index=False)
+    test[["text_id"] + SCORES].to_csv(hidden / "answers.csv", index=False)
 
 
 def generate(rng: np.random.Generator, n: int) -> pd.DataFrame:

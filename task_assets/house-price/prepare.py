@@ -9,8 +9,9 @@ hidden/answers.csv            Id, SalePrice of the test houses
 ``mini`` generates 1460 houses with the competition's columns, category levels, value ranges
 and missing-value patterns (written as ``NA``, as in the real files), and a sale price that
 depends on quality, size, age, neighbourhood, garage and lot in roughly the real way.
-``full`` downloads the competition's train.csv (the Kaggle test set has no public prices) and
-holds out 20% of its houses by Id.
+``full`` downloads the competition's train.csv (the Kaggle test set has no public prices). Both
+hold out the last 20% of the rows, in file order, as the original benchmark does: the first
+``int(0.8 * n)`` houses are kept for training.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 COMPETITION = "home-data-for-ml-course"
-TEST_FRACTION = 0.2
+TRAIN_FRACTION = 0.8  # the original keeps the first int(0.8 * n) rows
 N_HOUSES = 1460
 
 NEIGHBORHOODS = {  # name: (share of houses, price effect in log units)
@@ -37,24 +38,20 @@ QUALITY = ["Po", "Fa", "TA", "Gd", "Ex"]
 
 
 def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
-    houses = generate(np.random.default_rng(seed), N_HOUSES)
-    ids = houses["Id"].to_numpy()
-    order = np.random.default_rng(seed + 1).permutation(len(ids))
-    test_ids = np.sort(ids[order[: int(round(TEST_FRACTION * len(ids)))]])
-    write(houses, test_ids, pathlib.Path(public), pathlib.Path(hidden))
+    write(generate(np.random.default_rng(seed), N_HOUSES), pathlib.Path(public), pathlib.Path(hidden))
 
 
 def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathlib.Path) -> None:
-    from pytest_mlab.data import kaggle_competition, split_ids
+    """The split depends on the file's row order only, so ``seed`` changes nothing here."""
+    from pytest_mlab.data import kaggle_competition
 
     folder = kaggle_competition(COMPETITION, downloads)
     houses = pd.read_csv(folder / "train.csv", keep_default_na=False, na_values=["NA"])
-    _kept, test_ids = split_ids(houses["Id"], TEST_FRACTION, seed)
-    write(houses, test_ids, pathlib.Path(public), pathlib.Path(hidden))
+    write(houses, pathlib.Path(public), pathlib.Path(hidden))
 
 
-def write(houses: pd.DataFrame, test_ids: np.ndarray, public: pathlib.Path, hidden: pathlib.Path) -> None:
-    is_test = houses["Id"].isin(test_ids)
+def write(houses: pd.DataFrame, public: pathlib.Path, hidden: pathlib.Path) -> None:
+    is_test = np.arange(len(houses)) >= int(len(houses) * TRAIN_FRACTION)
     options = {"index": False, "na_rep": "NA"}
     houses[~is_test].to_csv(public / "train.csv", **options)
     houses[is_test].drop(columns="SalePrice").to_csv(public / "test.csv", **options)

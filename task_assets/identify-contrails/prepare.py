@@ -4,16 +4,16 @@
 public/train/<record_id>/band_08.npy .. band_16.npy   float32 (H, W, T) brightness temperatures (K)
 public/train/<record_id>/human_pixel_masks.npy        int32 (H, W, 1): the label of frame 4
 public/train/<record_id>/human_individual_masks.npy   int32 (H, W, 1, R): each annotator's mask
-public/validation/<record_id>/...                     the same, without the individual masks
-public/test/<record_id>/band_*.npy                    bands only
-public/train_metadata.json, validation_metadata.json  one entry per record
+public/test/<record_id>/band_*.npy                    bands only: the competition's validation records
+public/train_metadata.json, validation_metadata.json  one entry per record (validation: the test records)
 public/sample_submission.csv                          record_id, encoded_pixels
 hidden/answers.csv                                    record_id, encoded_pixels, height, width
 
 ``mini`` draws small scenes from the seed: smooth cloud and surface temperature fields with a few
 straight, thin contrails that are colder in band 11-14 differences and show up in the labelled
-frame (and drift across the other frames). ``full`` takes the competition's files from Kaggle;
-the competition's test set is unlabelled, so the hidden split is made from its validation records.
+frame (and drift across the other frames). ``full`` takes the competition's files from Kaggle.
+Both follow the original benchmark: the competition's test set is unlabelled, so all of its
+labelled validation records become the test set (masks hidden) and no validation/ folder is left.
 """
 
 from __future__ import annotations
@@ -30,8 +30,7 @@ BANDS = [f"band_{b:02d}" for b in range(8, 17)]
 N_TIMES_BEFORE = 4
 N_TIMES = 8
 SIDE = 32
-MINI_RECORDS = {"train": 48, "validation": 16, "test": 24}
-TEST_FRACTION = 0.5  # of the competition's validation records, for the full variant
+MINI_RECORDS = {"train": 64, "validation": 24}  # validation records become the test set
 
 
 def rle_encode(mask: np.ndarray) -> str:
@@ -107,19 +106,17 @@ def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
         metadata = []
         for record_id in (str(i) for i in ids[start:start + count]):
             bands, mask, individual = _record(rng)
-            folder = public / split / record_id
+            folder = public / ("test" if split == "validation" else split) / record_id
             folder.mkdir(parents=True)
             for band, values in bands.items():
                 np.save(folder / f"{band}.npy", values)
-            if split == "test":
+            if split == "validation":
                 answers.append(_answer(record_id, mask))
-                continue
-            np.save(folder / "human_pixel_masks.npy", mask)
-            if split == "train":
+            else:
+                np.save(folder / "human_pixel_masks.npy", mask)
                 np.save(folder / "human_individual_masks.npy", individual)
             metadata.append(_metadata(rng, record_id))
-        if split != "test":
-            (public / f"{split}_metadata.json").write_text(json.dumps(metadata))
+        (public / f"{split}_metadata.json").write_text(json.dumps(metadata))
         start += count
     _write_answers(public, hidden, answers)
 
@@ -137,10 +134,9 @@ def _write_answers(public: pathlib.Path, hidden: pathlib.Path, answers: list[dic
 
 
 def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathlib.Path) -> None:
-    """The competition's train records as published; its labelled validation records split into a
-    validation part (public) and a test part (bands public, masks hidden)."""
+    """The competition's train records and both metadata files as published; every labelled
+    validation record becomes a test record (bands public, masks hidden)."""
     from pytest_mlab.data.kaggle import kaggle_competition
-    from pytest_mlab.data.split import split_ids
     from pytest_mlab.errors import DataError
 
     source = kaggle_competition(COMPETITION, pathlib.Path(downloads))
@@ -150,18 +146,12 @@ def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathl
         if not (source / name).is_dir():
             raise DataError(f"{source}: folder '{name}' is missing from the competition's files")
     shutil.copytree(source / "train", public / "train", copy_function=_link_or_copy)
-    shutil.copy2(source / "train_metadata.json", public / "train_metadata.json")
+    for name in ("train_metadata.json", "validation_metadata.json"):
+        shutil.copy2(source / name, public / name)
     records = sorted(p.name for p in (source / "validation").iterdir() if p.is_dir())
-    keep, test = split_ids(np.array(records), TEST_FRACTION, seed)
-    keep_set = {str(r) for r in keep}
-    metadata = json.loads((source / "validation_metadata.json").read_text())
-    (public / "validation_metadata.json").write_text(json.dumps([m for m in metadata if m["record_id"] in keep_set]))
     answers = []
     for record_id in records:
         folder = source / "validation" / record_id
-        if record_id in keep_set:
-            shutil.copytree(folder, public / "validation" / record_id, copy_function=_link_or_copy)
-            continue
         (public / "test" / record_id).mkdir(parents=True)
         for band in BANDS:
             _link_or_copy(folder / f"{band}.npy", public / "test" / record_id / f"{band}.npy")

@@ -10,8 +10,9 @@ hidden/answers.csv            PassengerId, Transported of the test passengers
 cabins ``deck/num/side``), about 2% missing values in every feature column as in the real
 files (written as empty fields), and an outcome driven the way it is in the real data: cryo
 sleep, spending on luxury amenities, home planet, deck, side and age. ``full`` downloads the
-competition's train.csv (the Kaggle test set has no public labels) and holds out 20% of the
-travel groups, so that group members never straddle the split.
+competition's train.csv (the Kaggle test set has no public labels). Both hold out the last 20%
+of the rows, in file order, as the original benchmark does: the first ``int(0.8 * n)``
+passengers are kept for training, so the travel group at the boundary may straddle the split.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 COMPETITION = "spaceship-titanic"
-TEST_FRACTION = 0.2
+TRAIN_FRACTION = 0.8  # the original keeps the first int(0.8 * n) rows
 N_PASSENGERS = 4000
 MISSING = 0.02
 FEATURES = ["HomePlanet", "CryoSleep", "Cabin", "Destination", "Age", "VIP", "RoomService", "FoodCourt",
@@ -35,24 +36,21 @@ LAST = ["Vines", "Susent", "Ofracculy", "Santantines", "Hinetthews", "Jacostaffe
 
 
 def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
-    passengers = generate(np.random.default_rng(seed), N_PASSENGERS)
-    groups = passengers["PassengerId"].str[:4].unique()
-    held = np.random.default_rng(seed + 1).permutation(len(groups))[: int(round(TEST_FRACTION * len(groups)))]
-    write(passengers, set(groups[held]), pathlib.Path(public), pathlib.Path(hidden))
+    write(generate(np.random.default_rng(seed), N_PASSENGERS), pathlib.Path(public), pathlib.Path(hidden))
 
 
 def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathlib.Path) -> None:
-    from pytest_mlab.data import kaggle_competition, split_ids
+    """The split depends on the file's row order only, so ``seed`` changes nothing here."""
+    from pytest_mlab.data import kaggle_competition
 
     folder = kaggle_competition(COMPETITION, downloads)
     passengers = pd.read_csv(folder / "train.csv", dtype={"PassengerId": str}, keep_default_na=False,
                              na_values=[""])
-    _kept, held = split_ids(passengers["PassengerId"].str[:4].unique(), TEST_FRACTION, seed)
-    write(passengers, set(held), pathlib.Path(public), pathlib.Path(hidden))
+    write(passengers, pathlib.Path(public), pathlib.Path(hidden))
 
 
-def write(passengers: pd.DataFrame, test_groups: set, public: pathlib.Path, hidden: pathlib.Path) -> None:
-    is_test = passengers["PassengerId"].str[:4].isin(test_groups)
+def write(passengers: pd.DataFrame, public: pathlib.Path, hidden: pathlib.Path) -> None:
+    is_test = np.arange(len(passengers)) >= int(len(passengers) * TRAIN_FRACTION)
     passengers[~is_test].to_csv(public / "train.csv", index=False)
     passengers[is_test].drop(columns="Transported").to_csv(public / "test.csv", index=False)
     pd.DataFrame({"PassengerId": passengers.loc[is_test, "PassengerId"], "Transported": False}).to_csv(

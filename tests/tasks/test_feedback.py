@@ -57,18 +57,33 @@ def test_grader_explains_invalid_submissions(data, truth, tmp_path, corrupt, mes
         grade(TASK, corrupt(truth), data[1], tmp_path / "ws")
 
 
-def test_full_recipe_holds_out_a_quarter_by_text_id(monkeypatch, tmp_path, data):
+def test_full_recipe_holds_out_the_last_two_percent_after_the_originals_shuffle(monkeypatch, tmp_path, data):
     public, hidden = data
     source = tmp_path / "kaggle-source"
     source.mkdir()
     labelled = pd.concat([pd.read_csv(public / "train.csv"),
                           pd.read_csv(public / "test.csv").merge(pd.read_csv(hidden / "answers.csv"))])
+    labelled = labelled.sort_values("text_id").reset_index(drop=True)
     labelled.to_csv(source / "train.csv", index=False)
     fake_kaggle(monkeypatch, {"feedback-prize-english-language-learning": source})
     (tmp_path / "public").mkdir()
     (tmp_path / "hidden").mkdir()
     module(TASK, "prepare").full(tmp_path / "public", tmp_path / "hidden", 0, tmp_path / "downloads")
+    train = pd.read_csv(tmp_path / "public/train.csv")
     test = pd.read_csv(tmp_path / "public/test.csv")
     answers = pd.read_csv(tmp_path / "hidden/answers.csv")
-    assert len(test) == 400 and list(answers.columns) == ["text_id"] + SCORES
-    assert set(test.text_id) == set(answers.text_id)
+    # the original: sample(frac=1, random_state=42), first int(0.98 n) rows kept in that order, the rest held out
+    shuffled = labelled.sample(frac=1, random_state=42).reset_index(drop=True)
+    assert len(test) == 32 and list(answers.columns) == ["text_id"] + SCORES
+    assert list(train.text_id) == list(shuffled.text_id[:1568])
+    assert list(test.text_id) == list(answers.text_id) == list(shuffled.text_id[1568:])
+    pd.testing.assert_frame_equal(answers, shuffled.iloc[1568:][["text_id"] + SCORES].reset_index(drop=True))
+
+
+def test_mini_uses_the_same_split_rule(data):
+    public, hidden = data
+    train, test = pd.read_csv(public / "train.csv"), pd.read_csv(public / "test.csv")
+    essays = module(TASK, "prepare").generate(np.random.default_rng(0), 1600)
+    shuffled = essays.sample(frac=1, random_state=42)
+    assert (len(train), len(test)) == (1568, 32)
+    assert list(train.text_id) + list(test.text_id) == list(shuffled.text_id)

@@ -46,6 +46,14 @@ def test_mini_has_the_competition_layout_and_is_deterministic(data, tmp_path):
     assert digests(other) != digests(public)
 
 
+def test_mini_holds_out_the_last_fifth_of_the_rows_as_the_original_does(data):
+    public, hidden = data
+    train, answers = pd.read_csv(public / "train.csv"), pd.read_csv(hidden / "answers.csv")
+    assert list(train.Id) == list(range(1, 1169))  # the first int(0.8 * 1460) houses, in order
+    assert list(answers.Id) == list(range(1169, 1461))
+    assert list(pd.read_csv(public / "test.csv").Id) == list(answers.Id)
+
+
 @pytest.fixture
 def truth(data):
     return pd.read_csv(data[1] / "answers.csv")
@@ -72,19 +80,20 @@ def test_grader_explains_invalid_submissions(data, truth, tmp_path, corrupt, mes
 
 @pytest.fixture
 def competition(data, tmp_path):
-    """The competition's files as Kaggle serves them: all labelled houses in train.csv."""
+    """The competition's files as Kaggle serves them: all labelled houses in train.csv, here in a
+    shuffled row order, so that a split by position and one by Id tell apart."""
     public, hidden = data
     source = tmp_path / "kaggle-source"
     source.mkdir()
     test = pd.read_csv(public / "test.csv", keep_default_na=False, na_values=["NA"]).merge(pd.read_csv(hidden / "answers.csv"))
     train = pd.read_csv(public / "train.csv", keep_default_na=False, na_values=["NA"])
-    pd.concat([train, test]).sort_values("Id").to_csv(source / "train.csv", index=False, na_rep="NA")
+    pd.concat([train, test]).sample(frac=1, random_state=7).to_csv(source / "train.csv", index=False, na_rep="NA")
     test.drop(columns="SalePrice").to_csv(source / "test.csv", index=False, na_rep="NA")
     (source / "data_description.txt").write_text("MSSubClass: ...\n")
     return source
 
 
-def test_full_recipe_downloads_the_competition_and_holds_out_a_fifth(monkeypatch, tmp_path, competition):
+def test_full_recipe_holds_out_the_last_fifth_of_the_rows_in_file_order(monkeypatch, tmp_path, competition):
     from tests.tasks.kaggle_support import module
 
     log = fake_kaggle(monkeypatch, {"home-data-for-ml-course": competition})
@@ -98,6 +107,9 @@ def test_full_recipe_downloads_the_competition_and_holds_out_a_fifth(monkeypatch
     train = pd.read_csv(tmp_path / "a/public/train.csv")
     answers = pd.read_csv(tmp_path / "a/hidden/answers.csv")
     assert list(train.columns) == COLUMNS and len(answers) == 292 and set(train.Id).isdisjoint(answers.Id)
+    rows = pd.read_csv(competition / "train.csv", keep_default_na=False, na_values=["NA"])
+    assert list(train.Id) == list(rows.Id[:1168]) and list(answers.Id) == list(rows.Id[1168:])
+    assert list(answers.SalePrice) == list(rows.SalePrice[1168:])
 
 
 def test_full_recipe_without_accepted_rules_says_where_to_accept_them(monkeypatch, tmp_path, competition):

@@ -31,9 +31,8 @@ def data(tmp_path_factory):
 def test_mini_has_the_competitions_layout(data):
     public, hidden = data
     assert sorted(p.name for p in public.iterdir()) == [
-        "sample_submission.csv", "test", "train", "train_metadata.json", "validation", "validation_metadata.json"]
-    for split, extra in (("train", ["human_individual_masks.npy", "human_pixel_masks.npy"]),
-                         ("validation", ["human_pixel_masks.npy"]), ("test", [])):
+        "sample_submission.csv", "test", "train", "train_metadata.json", "validation_metadata.json"]
+    for split, extra in (("train", ["human_individual_masks.npy", "human_pixel_masks.npy"]), ("test", [])):
         records = sorted((public / split).iterdir())
         assert records and all(r.name.isdigit() for r in records)
         for record in records:
@@ -44,9 +43,9 @@ def test_mini_has_the_competitions_layout(data):
         if extra:
             mask = np.load(records[0] / "human_pixel_masks.npy")
             assert mask.dtype == np.int32 and mask.shape == band.shape[:2] + (1,)
-        if split != "test":
-            metadata = json.loads((public / f"{split}_metadata.json").read_text())
-            assert sorted(m["record_id"] for m in metadata) == [r.name for r in records]
+        # as in the original, the competition's validation records (and their metadata) are the test set
+        metadata = json.loads((public / f"{'validation' if split == 'test' else split}_metadata.json").read_text())
+        assert sorted(m["record_id"] for m in metadata) == [r.name for r in records]
     individual = np.load(next((public / "train").iterdir()) / "human_individual_masks.npy")
     assert individual.ndim == 4 and individual.shape[2] == 1
     answers = pd.read_csv(hidden / "answers.csv", dtype={"record_id": str})
@@ -162,14 +161,23 @@ COMPETITION = "google-research-identify-contrails-reduce-global-warming"
 
 
 def competition_files(data, dest):
-    """The competition's files, built from the mini data (validation records carry their masks)."""
+    """The competition's files, built from the mini data: its last 16 train records play the
+    labelled validation records (masks, no individual masks)."""
     public, _ = data
-    for name in ("train", "validation", "train_metadata.json", "validation_metadata.json", "sample_submission.csv"):
-        (shutil.copytree if (public / name).is_dir() else shutil.copy)(public / name, dest / name)
+    shutil.copytree(public / "train", dest / "train")
+    shutil.copy(public / "sample_submission.csv", dest / "sample_submission.csv")
+    metadata = json.loads((public / "train_metadata.json").read_text())
+    (dest / "validation").mkdir()
+    for record in sorted((dest / "train").iterdir())[-16:]:
+        (record / "human_individual_masks.npy").unlink()
+        shutil.move(record, dest / "validation" / record.name)
+    for split in ("train", "validation"):
+        names = {p.name for p in (dest / split).iterdir()}
+        (dest / f"{split}_metadata.json").write_text(json.dumps([m for m in metadata if m["record_id"] in names]))
     return dest
 
 
-def test_full_recipe_holds_out_validation_records(data, tmp_path, monkeypatch):
+def test_full_recipe_holds_out_all_validation_records_as_the_original(data, tmp_path, monkeypatch):
     source = competition_files(data, tmp_path / "source")
     log = fake_kaggle(monkeypatch, {COMPETITION: source})
     public, hidden = tmp_path / "public", tmp_path / "hidden"
@@ -177,16 +185,14 @@ def test_full_recipe_holds_out_validation_records(data, tmp_path, monkeypatch):
     assert log == [COMPETITION]
     answers = pd.read_csv(hidden / "answers.csv", dtype={"record_id": str})
     test = sorted(p.name for p in (public / "test").iterdir())
-    kept = sorted(p.name for p in (public / "validation").iterdir())
-    assert sorted(answers["record_id"]) == test and len(test) == 8 and len(kept) == 8
-    assert sorted(test + kept) == sorted(p.name for p in (source / "validation").iterdir())
+    assert sorted(answers["record_id"]) == test == sorted(p.name for p in (source / "validation").iterdir())
+    assert len(test) == 16 and not (public / "validation").exists()
     for record in test:
         assert sorted(p.name for p in (public / "test" / record).iterdir()) == BANDS
         mask = np.load(source / "validation" / record / "human_pixel_masks.npy")
         assert answers.set_index("record_id").loc[record, "encoded_pixels"] == \
             load_function(TASK, "prepare.py:rle_encode")(mask[:, :, 0])
-    metadata = json.loads((public / "validation_metadata.json").read_text())
-    assert sorted(m["record_id"] for m in metadata) == kept
+    assert (public / "validation_metadata.json").read_text() == (source / "validation_metadata.json").read_text()
     assert len(list((public / "train").iterdir())) == len(list((source / "train").iterdir()))
 
 

@@ -32,8 +32,10 @@ def test_mini_has_the_competition_layout_and_is_deterministic(data, tmp_path):
     sleeping = train[train.CryoSleep == True]  # noqa: E712 (an object column)
     assert (sleeping[["RoomService", "Spa"]].fillna(0) == 0).all().all()  # sleepers cannot spend
     assert sleeping.Transported.mean() > train.Transported.mean() + 0.15  # real signal
-    groups = set(train.PassengerId.str[:4]) & set(test.PassengerId.str[:4])
-    assert not groups  # a travel group is never split between train and test
+    assert len(train) == 3200 and len(test) == 800  # the last 20% of the rows held out, as in the original
+    assert train.PassengerId.is_monotonic_increasing and test.PassengerId.is_monotonic_increasing
+    assert train.PassengerId.iloc[-1] < test.PassengerId.iloc[0]
+    assert list(pd.read_csv(hidden / "answers.csv", dtype={"PassengerId": str}).PassengerId) == list(test.PassengerId)
     again, _ = make_mini(TASK, tmp_path / "again")
     assert digests(again) == digests(public)
 
@@ -66,14 +68,15 @@ def test_grader_explains_invalid_submissions(data, truth, tmp_path, corrupt, mes
         grade(TASK, corrupt(truth), data[1], tmp_path / "ws")
 
 
-def test_full_recipe_holds_out_whole_travel_groups(monkeypatch, tmp_path, data):
+def test_full_recipe_holds_out_the_last_fifth_of_the_rows_in_file_order(monkeypatch, tmp_path, data):
     public, hidden = data
     source = tmp_path / "kaggle-source"
     source.mkdir()
     labelled = pd.concat([pd.read_csv(public / "train.csv", dtype={"PassengerId": str}),
                           pd.read_csv(public / "test.csv", dtype={"PassengerId": str}).merge(
                               pd.read_csv(hidden / "answers.csv", dtype={"PassengerId": str}))])
-    labelled.sort_values("PassengerId").to_csv(source / "train.csv", index=False)
+    labelled = labelled.sample(frac=1, random_state=7)  # not in id order: position, not id, must decide
+    labelled.to_csv(source / "train.csv", index=False)
     log = fake_kaggle(monkeypatch, {"spaceship-titanic": source})
     (tmp_path / "public").mkdir()
     (tmp_path / "hidden").mkdir()
@@ -81,5 +84,7 @@ def test_full_recipe_holds_out_whole_travel_groups(monkeypatch, tmp_path, data):
     train = pd.read_csv(tmp_path / "public/train.csv", dtype={"PassengerId": str})
     answers = pd.read_csv(tmp_path / "hidden/answers.csv", dtype={"PassengerId": str})
     assert log == ["spaceship-titanic"] and list(train.columns) == COLUMNS
-    assert len(train) + len(answers) == len(labelled)
-    assert not set(train.PassengerId.str[:4]) & set(answers.PassengerId.str[:4])
+    kept = int(len(labelled) * 0.8)
+    assert list(train.PassengerId) == list(labelled.PassengerId[:kept])
+    assert list(answers.PassengerId) == list(labelled.PassengerId[kept:])
+    assert list(answers.Transported) == list(labelled.Transported[kept:])
