@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import functools
 
+from pytest_mlab.llm.litellm_provider import load_litellm
+
 
 @functools.lru_cache(maxsize=None)
 def missing_keys(model: str) -> tuple[str, ...]:
     """Environment variables litellm needs for ``model`` that are not set (imports litellm)."""
-    import litellm
-
-    litellm.suppress_debug_info = True
+    litellm = load_litellm()
     try:
         status = litellm.validate_environment(model=model)
     except Exception:  # litellm cannot tell for this model: let the call itself report problems
@@ -31,9 +31,7 @@ def missing_key_reason(model: str) -> str | None:
 def unknown_model_reason(model: str) -> str | None:
     """Why litellm cannot route ``model`` (imports litellm), or None when it can. Every run of such
     a model would fail at its first call, so this is said once, before any run."""
-    import litellm
-
-    litellm.suppress_debug_info = True
+    litellm = load_litellm()
     try:
         litellm.get_llm_provider(model)
     except Exception:

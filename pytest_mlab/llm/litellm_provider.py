@@ -22,10 +22,11 @@ MAX_DELAY = 60.0  # also the most a provider's Retry-After makes us wait
 NO_HIDDEN_RETRIES = {"num_retries": 0, "max_retries": 0}
 
 
-def _litellm() -> Any:
+def load_litellm() -> Any:
+    """litellm, imported on first use, without its "Provider List: ..." banners."""
     import litellm
 
-    litellm.suppress_debug_info = True  # no "Provider List: ..." banners in test output
+    litellm.suppress_debug_info = True
     return litellm
 
 
@@ -46,7 +47,7 @@ class LiteLLMProvider:
         return min(self.max_delay, max(self.base_delay * 2 ** (attempt - 1), asked or 0.0))
 
     def answer(self, request: Request, errors: list[dict[str, Any]]) -> Completion:
-        litellm = _litellm()
+        litellm = load_litellm()
         messages = [{"role": "user", "content": request.prompt}]
         self._check_context(litellm, request.model, messages)
         kwargs: dict[str, Any] = {"model": request.model, "messages": messages, **NO_HIDDEN_RETRIES}
