@@ -11,9 +11,10 @@ from __future__ import annotations
 import shutil
 import time
 import traceback
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from pytest_mlab.actions.registry import implementations
 from pytest_mlab.agents import load_agent
@@ -31,10 +32,11 @@ from pytest_mlab.results.budget import Budget, Ledger, over_budget
 from pytest_mlab.results.record import JudgedBy, RunIdentity, RunResult
 from pytest_mlab.results.resume import finished_result
 from pytest_mlab.sandbox import SandboxOptions, open_sandbox
+from pytest_mlab.sandbox.gpus import GpuPool
 from pytest_mlab.sandbox.registry import resolve_kind
 from pytest_mlab.spec.plan import RunPlan, Settings
 from pytest_mlab.trace import SnapshotStore, TraceWriter, read_trace
-from pytest_mlab.trace.progress import GRADING, QUIET, SCORING_STEPS, RunStatus
+from pytest_mlab.trace.progress import GRADING, QUIET, SCORING_STEPS, SETTING_UP, RunStatus
 from pytest_mlab.trace.step_scores import saved_step_scores
 
 
@@ -43,8 +45,10 @@ class BudgetSpent(MlabError):
 
 
 def run_item(plan: RunPlan, nodeid: str, settings: Settings, *, session: str | None = None,
-             console: Any = None) -> RunResult:
+             console: Any = None, gpu_pool: GpuPool | None = None) -> RunResult:
     """The result of one item: a finished run of an earlier session (--mlab-resume), else a new run.
+    ``gpu_pool``: the session's GPUs (--mlab-gpus); the run holds its own until it is graded
+    (None: no assignment, see ``SandboxOptions.gpus``).
 
     Raises :class:`BudgetSpent` when --mlab-max-cost is reached before the run starts (a run that
     reaches it later ends as ``budget spent``), and
@@ -62,16 +66,32 @@ def run_item(plan: RunPlan, nodeid: str, settings: Settings, *, session: str | N
         budget = Budget(ledger, settings.max_cost, plan.run_id)
     # the live status the controller shows (see trace/progress.py); gone when the run is over
     with RunStatus.start(settings.out_dir, plan.run_dir.name, nodeid=nodeid, run_id=plan.run_id, session=session,
-                         max_steps=plan.limits.max_steps) as status:
+                         max_steps=plan.limits.max_steps) as status, ExitStack() as holding:
+        held = None  # --mlab-gpus: the GPU ids this run holds, grading included
         try:
-            result = execute(plan, nodeid, console=console, session=session, budget=budget, status=status)
+            held = holding.enter_context(_lease_gpus(plan, gpu_pool, status))
+            result = execute(plan, nodeid, console=console, session=session, budget=budget, status=status, gpus=held)
         except MlabError as exc:  # data preparation or the sandbox failed: the harness, not the agent
-            result = RunResult.crashed(RunIdentity.of_plan(plan, nodeid, resolve_kind(plan.sandbox)), str(exc),
+            result = RunResult.crashed(RunIdentity.of_plan(plan, nodeid, resolve_kind(plan.sandbox), held), str(exc),
                                        judged=JudgedBy.of_plan(plan))
         if settings.score_steps and result.trace:
             status.phase(SCORING_STEPS)
-            result = _with_step_scores(plan, result)
+            result = _with_step_scores(plan, result, held)
     return result
+
+
+@contextmanager
+def _lease_gpus(plan: RunPlan, pool: GpuPool | None, status: RunStatus) -> Iterator[tuple[str, ...] | None]:
+    """The GPUs of the item while it runs: a task that needs one waits for a free one (its status
+    says so), any other takes a free one or runs on the CPU at once."""
+    if pool is None:
+        yield None
+        return
+    required = plan.needs_gpu
+    with pool.lease(plan.run_id, required=required, on_wait=status.phase) as lease:
+        if required:  # it may have waited
+            status.phase(SETTING_UP)
+        yield lease.ids
 
 
 def _resumed(plan: RunPlan, nodeid: str) -> RunResult | None:
@@ -83,28 +103,30 @@ def _resumed(plan: RunPlan, nodeid: str) -> RunResult | None:
     return result
 
 
-def _with_step_scores(plan: RunPlan, result: RunResult) -> RunResult:
+def _with_step_scores(plan: RunPlan, result: RunResult, gpus: tuple[str, ...] | None) -> RunResult:
     """--mlab-score-steps: the best step's improvement; the run stands as graded if that fails."""
     from pytest_mlab.grading.rescore import score_steps
 
     try:
         data = prepare_data(plan.task, plan.variant, plan.cache_dir)
         scores = score_steps(plan.task, plan.run_dir, data, plan.baseline, sandbox=plan.sandbox,
-                             options=sandbox_options(plan))
+                             options=sandbox_options(plan, gpus))
     except MlabError:
         return result  # only the curve is missing
     return replace(result, best_improvement=scores["best_improvement"])
 
 
 def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | None = None,
-            budget: Budget | None = None, status: RunStatus = QUIET) -> RunResult:
+            budget: Budget | None = None, status: RunStatus = QUIET, gpus: tuple[str, ...] | None = None) -> RunResult:
     """``console``: the terminal for the ``human`` LLM and Request Help (None: sys.stdin/stdout).
     ``session``: the pytest session's id, written in the trace so that its controller finds this
     run's result on disk even when the report carrying it is lost (Ctrl-C, a dead worker).
     ``budget``: the session's --mlab-max-cost, charged by each paid LLM call of the run.
-    ``status``: the run's live status, kept current through data preparation, steps and grading."""
+    ``status``: the run's live status, kept current through data preparation, steps and grading.
+    ``gpus``: the GPU ids the run holds (--mlab-gpus), for its sandboxes and its trace."""
     started = time.monotonic()
     data = prepare_data(plan.task, plan.variant, plan.cache_dir, notify=status.phase)
+    plan = replace(plan, task=plan.task.with_prepared(data.hidden))
     run_dir = plan.run_dir
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
@@ -112,10 +134,10 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
     data_files = data.public_files()
     read_only = ReadOnlyRules(frozenset(data_files), plan.task.read_only)
     bound = implementations(plan.actions)
-    options = sandbox_options(plan)
+    options = sandbox_options(plan, gpus)
     with TraceWriter(trace_path, observer=status.observe) as trace, \
             open_sandbox(plan.sandbox, options=options) as sandbox:
-        identity, judged = RunIdentity.of_plan(plan, nodeid, sandbox.name), JudgedBy.of_plan(plan)
+        identity, judged = RunIdentity.of_plan(plan, nodeid, sandbox.name, gpus), JudgedBy.of_plan(plan)
         trace.write({"type": "run", "session": session, **identity.to_record(), **judged.to_record(),
                      "limits": vars(plan.limits),
                      "actions": [a.name for a in plan.actions], "data_files": data_files})
@@ -151,7 +173,8 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
         status.phase(GRADING)
         grade = grade_snapshot(plan.task, snapshots, final, data, sandbox=sandbox.name, options=options)
         claims = unmeasured_claims(read_trace(trace_path))
-        verdict = judge(plan.task, plan.baseline, grade, env.end_reason, plan.agent.expect, detail, claims)
+        verdict = judge(plan.task, plan.baseline, grade, env.end_reason, plan.agent.expect, detail, claims,
+                        variant=plan.variant)
         result = RunResult.of_run(
             identity, judged, passed=verdict.passed, score=grade.score, improvement=verdict.improvement,
             success=verdict.success, valid=grade.valid, invalid_reason=grade.invalid_reason,
@@ -165,9 +188,9 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
     return result
 
 
-def sandbox_options(plan: RunPlan) -> SandboxOptions:
-    """The task's limits and run-time requirements, as the sandbox backends take them."""
-    return SandboxOptions.for_task(plan.task, plan.limits, plan.run_id)
+def sandbox_options(plan: RunPlan, gpus: tuple[str, ...] | None = None) -> SandboxOptions:
+    """The task's limits and run-time requirements, and the run's GPUs, as the sandbox backends take them."""
+    return replace(SandboxOptions.for_task(plan.task, plan.limits, plan.run_id), gpus=gpus)
 
 
 def _populate(sandbox, plan: RunPlan, public: Path, data_files: list[str]) -> None:

@@ -1,26 +1,23 @@
-"""``pytest-mlab baseline``: the mean of the starter's runs, a tolerance from their spread, and a
-spec updated in place without losing its comments."""
+"""``pytest-mlab baseline``: the mean of the starter's runs and a tolerance from their spread,
+recorded in a baselines file the spec reads, the spec updated in place without losing its comments."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+import yaml
 
 from pytest_mlab.cli import main
-from pytest_mlab.cli.baseline import Measured, write_baseline
+from pytest_mlab.cli.baseline import Measured, edit_baseline_mapping, record
 from pytest_mlab.errors import MlabError
+from pytest_mlab.spec.baselines import Measurement, write_baselines
 from tests.helpers import copy_toy_project, run_specs
 
 
-@pytest.mark.parametrize("scores, tolerance", [
-    ((57.16, 57.16, 57.16), 0.01),  # deterministic: the floor
-    ((0.50, 0.52, 0.48), 0.12),  # 3 x 4% spread
-    ((100.0,), 0.01),  # one run has no spread
-    ((1.0, 1.3, 0.7), 0.9),  # 3 x 30%
-])
-def test_tolerance_is_three_relative_spreads_with_a_floor(scores, tolerance):
-    assert Measured("t", "mini", scores, Path("t.yaml")).tolerance == pytest.approx(tolerance)
+def measured(spec: Path, variant: str, *scores: float, task: str = "t") -> Measured:
+    return Measured(task, variant, Measurement(scores, "local", "2026-11-23T10:00:00+0000", "abc123",
+                                               {"hostname": "here", "cpus": 2}), spec)
 
 
 BLOCK = """kind: Task
@@ -28,33 +25,54 @@ name: t
 baseline:   # the starter's score
   mini: 1.0
   tolerance: 0.05
+
 success: {improvement: 0.10}
 """
 
 
-def test_write_updates_a_block_mapping_and_keeps_the_rest(tmp_path):
-    spec = tmp_path / "t.yaml"
+def test_record_writes_the_baselines_file_and_points_the_spec_at_it(tmp_path):
+    spec = tmp_path / "specs" / "tasks" / "t.yaml"
+    spec.parent.mkdir(parents=True)
     spec.write_text(BLOCK)
-    write_baseline(spec, Measured("t", "mini", (2.0, 2.0), spec))
-    assert spec.read_text() == BLOCK.replace("mini: 1.0", "mini: 2").replace("tolerance: 0.05", "tolerance: 0.01")
-    write_baseline(spec, Measured("t", "full", (3.5, 4.5), spec))  # a new variant joins the block
-    assert "  mini: 2\n  tolerance: 0.54\n  full: 4\nsuccess:" in spec.read_text()
-    write_baseline(spec, Measured("t", "mini", (2.0, 2.0), spec))  # the shared tolerance is never lowered
-    assert "  tolerance: 0.54\n" in spec.read_text()
+    written = record(measured(spec, "mini", 2.0, 2.0))
+    assert written == tmp_path / "specs" / "tasks" / ".." / "baselines" / "t.yaml"
+    # the hand-written value of the variant goes, the rest of the spec stays as it was
+    assert spec.read_text() == BLOCK.replace("  mini: 1.0\n", "").replace(
+        "tolerance: 0.05\n", "tolerance: 0.05\n  measured: ../baselines/t.yaml\n")
+    data = yaml.safe_load(written.read_text())
+    assert data["kind"] == "Baselines" and data["task"] == "t"
+    assert data["variants"]["mini"] == {"mean": 2.0, "tolerance": 0.01, "relative_spread": 0.0, "scores": [2.0, 2.0],
+                                        "sandbox": "local", "measured": "2026-11-23T10:00:00+0000",
+                                        "commit": "abc123", "machine": {"hostname": "here", "cpus": 2}}
+    assert written.read_text().startswith("# Measured by `pytest-mlab baseline`")
+    record(measured(spec, "full", 3.5, 4.5))  # a second variant joins the file; the spec is unchanged
+    assert spec.read_text().count("measured:") == 1
+    assert set(yaml.safe_load(written.read_text())["variants"]) == {"mini", "full"}
 
 
-def test_write_updates_a_flow_mapping(tmp_path):
+def test_record_uses_the_file_the_spec_names(tmp_path):
     spec = tmp_path / "t.yaml"
-    spec.write_text("name: t\nbaseline: {mini: 1.0, full: 0.5}\nlimits: {}\n")
-    write_baseline(spec, Measured("t", "mini", (0.25, 0.25), spec))
-    assert spec.read_text() == "name: t\nbaseline: {mini: 0.25, full: 0.5, tolerance: 0.01}\nlimits: {}\n"
+    spec.write_text("name: t\nbaseline: {measured: numbers/t-baselines.yaml, mini: 3}\nlimits: {}\n")
+    written = record(measured(spec, "mini", 0.25, 0.25))
+    assert written == tmp_path / "numbers" / "t-baselines.yaml" and written.is_file()
+    assert spec.read_text() == "name: t\nbaseline: {measured: numbers/t-baselines.yaml}\nlimits: {}\n"
 
 
-def test_write_needs_a_baseline_key(tmp_path):
+def test_the_spec_edit_handles_flow_block_and_missing_mappings(tmp_path):
     spec = tmp_path / "t.yaml"
-    spec.write_text("name: t\n")
-    with pytest.raises(MlabError, match="no top-level 'baseline:' key"):
-        write_baseline(spec, Measured("t", "mini", (1.0,), spec))
+    spec.write_text("name: t\nbaseline: {mini: 1.0, full: 0.5}  # kept? no: rewritten\nlimits: {}\n")
+    edit_baseline_mapping(spec, {"measured": "b.yaml"}, remove=("mini",))
+    assert spec.read_text() == "name: t\nbaseline: {full: 0.5, measured: b.yaml}\nlimits: {}\n"
+    spec.write_text("name: t\nlimits: {}")
+    edit_baseline_mapping(spec, {"measured": "b.yaml"})
+    assert spec.read_text() == "name: t\nlimits: {}\nbaseline:\n  measured: b.yaml\n"
+    # a pinned block keeps its own entries: only the mapping's own level is edited
+    spec.write_text("baseline:\n  pinned:\n    mini: 0.5\n  mini: 2\n")
+    edit_baseline_mapping(spec, {"measured": "b.yaml"}, remove=("mini",))
+    assert spec.read_text() == "baseline:\n  pinned:\n    mini: 0.5\n  measured: b.yaml\n"
+    spec.write_text("baseline: {pinned: {full: 0.5}}\n")
+    with pytest.raises(MlabError, match="block mapping or a one-line mapping of plain values"):
+        edit_baseline_mapping(spec, {"measured": "b.yaml"})
 
 
 @pytest.mark.slow
@@ -63,13 +81,29 @@ def test_the_command_measures_the_starter_and_the_written_baseline_then_passes(t
     project = copy_toy_project(pytester.path)
     spec = project / "specs" / "tasks" / "toy.yaml"
     spec.write_text(spec.read_text().replace("baseline: {mini: 90.0, tolerance: 0.01}", "baseline: {mini: 1.0}"))
-    assert main(["baseline", "toy", "--seeds", "2", "--root", str(project), "--cache", str(mlab_cache),
+    assert main(["baseline", "toy", "--runs", "2", "--root", str(project), "--cache", str(mlab_cache),
                  "--write"]) == 0
     out = capsys.readouterr().out
-    assert "toy (mini): 2 run(s) of the starter: 90, 90; mean 90, spread 0.00%" in out
-    assert "baseline: {mini: 90, tolerance: 0.01}" in spec.read_text()
+    assert "toy (mini): 2 run(s) of the starter: 90, 90; mean 90, spread 0.00%; tolerance 0.01" in out
+    assert "baseline: {measured: ../baselines/toy.yaml}" in spec.read_text()
+    file = yaml.safe_load((project / "specs" / "baselines" / "toy.yaml").read_text())
+    assert file["variants"]["mini"]["scores"] == [90.0, 90.0] and file["variants"]["mini"]["mean"] == 90.0
     result = run_specs(pytester, "--agent=baseline", cache_dir=mlab_cache)
     result.assert_outcomes(passed=1)
+    # the spec reads the file: a different recorded mean is what the item checks against
+    write_baselines(project / "specs" / "baselines" / "toy.yaml", "toy", {"mini": Measurement((80.0, 80.0))})
+    result = run_specs(pytester, "--agent=baseline", cache_dir=mlab_cache)
+    result.assert_outcomes(failed=1)
+    assert "vs baseline 80" in result.stdout.str()
+
+
+def test_a_pinned_variant_is_not_measured_over(tmp_path, capsys):
+    project = copy_toy_project(tmp_path)
+    spec = project / "specs" / "tasks" / "toy.yaml"
+    spec.write_text(spec.read_text().replace("baseline: {mini: 90.0, tolerance: 0.01}", "baseline: {pinned: {mini: 1}}"))
+    assert main(["baseline", "toy", "--write", "--root", str(project)]) == 2
+    assert "task 'toy' pins its 'mini' baseline at 1" in capsys.readouterr().err
+    assert not (project / "specs" / "baselines").exists()
 
 
 def test_the_command_names_an_unknown_task_and_a_missing_variant(tmp_path, capsys):

@@ -1,101 +1,89 @@
 """``pytest-mlab baseline TASK...``: measure a task's baseline the way the paper defines it.
 
 The paper's baseline is the mean score of the baseline agent's runs (the unchanged starter, run
-and submitted). This runs the ``baseline`` agent ``--seeds`` times per task on a data variant, in
+and submitted). This runs the ``baseline`` agent ``--runs`` times per task on a data variant, in
 the sandbox of your choice, and prints the mean, the spread and the tolerance the spread calls
-for. ``--write`` records both in the task spec (``baseline: {VARIANT: mean, tolerance: ...}``),
-so that ``pytest specs/ --agent=baseline`` afterwards checks the starter still reproduces it.
+for. ``--write`` records the scores, where and when they were measured, in the task's baselines
+file (``specs/baselines/TASK.yaml`` unless the spec's ``baseline.measured`` names another), which
+the spec reads; so ``pytest specs/ --agent=baseline`` afterwards checks the starter still
+reproduces it. Nobody edits those numbers by hand: the file's mean and tolerance are checked
+against its scores.
 
-A task whose baseline is pinned by the paper rather than measured (a skeleton starter: imdb 0.5,
-house-price 1e10, ...) keeps its pinned value: do not ``--write`` it.
+A variant whose baseline is pinned (``baseline.pinned``: the paper's value for a skeleton
+starter, imdb 0.5, house-price 1e10, ...) is not measured over: ``--write`` refuses it.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
+import os
 import re
-import statistics
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_mlab.data import default_cache_dir
 from pytest_mlab.errors import MlabError
+from pytest_mlab.spec.baselines import Measurement, write_baselines
 
-#: The smallest tolerance written: a deterministic starter still needs room for floating-point
-#: differences between machines and library versions.
-MIN_TOLERANCE = 0.01
-#: The tolerance is this many relative standard deviations of the measured scores, so a fresh
-#: run of the starter falls inside it with high probability.
-SPREAD_FACTOR = 3.0
+#: Where a task's baselines file goes when its spec names none: beside the tasks folder.
+DEFAULT_FOLDER = Path("..") / "baselines"
 
 
 @dataclass(frozen=True)
 class Measured:
     task: str
     variant: str
-    scores: tuple[float, ...]
+    measurement: Measurement
     path: Path  # the task's spec file
 
-    @property
-    def mean(self) -> float:
-        return statistics.fmean(self.scores)
-
-    @property
-    def relative_spread(self) -> float:
-        """The scores' sample standard deviation over the mean's magnitude (0 for one run)."""
-        if len(self.scores) < 2 or self.mean == 0:
-            return 0.0
-        return statistics.stdev(self.scores) / abs(self.mean)
-
-    @property
-    def tolerance(self) -> float:
-        """At least MIN_TOLERANCE, else SPREAD_FACTOR spreads, rounded up to two significant digits."""
-        wanted = max(MIN_TOLERANCE, SPREAD_FACTOR * self.relative_spread)
-        digits = 1 - math.floor(math.log10(wanted))
-        return math.ceil(round(wanted * 10 ** digits, 9)) / 10 ** digits  # round: 0.12000000000000001 is 0.12
-
     def line(self) -> str:
-        scores = ", ".join(f"{score:.6g}" for score in self.scores)
-        return (f"{self.task} ({self.variant}): {len(self.scores)} run(s) of the starter: {scores}; mean "
-                f"{self.mean:.6g}, spread {self.relative_spread:.2%}; baseline: {{{self.variant}: "
-                f"{self.mean:.6g}, tolerance: {self.tolerance:g}}}")
+        m = self.measurement
+        scores = ", ".join(f"{score:.6g}" for score in m.scores)
+        return (f"{self.task} ({self.variant}): {len(m.scores)} run(s) of the starter: {scores}; mean "
+                f"{m.mean:.6g}, spread {m.relative_spread:.2%}; tolerance {m.tolerance:g}")
 
 
 def add_command(commands) -> None:
     baseline = commands.add_parser("baseline", help="run the baseline agent on tasks and print (or --write) the "
                                                     "mean score and a tolerance from its spread")
     baseline.add_argument("tasks", nargs="+", metavar="TASK", help="task names, as in specs/tasks")
-    baseline.add_argument("--seeds", type=int, default=3, help="runs per task (default: 3)")
+    baseline.add_argument("--runs", "--seeds", dest="runs", type=int, default=3,
+                          help="runs of the starter per task (default: 3; the paper used 8)")
     baseline.add_argument("--data", default="mini", metavar="VARIANT", help="data variant (default: mini)")
     baseline.add_argument("--sandbox", default="local", help="sandbox kind the starter runs in (default: local)")
-    baseline.add_argument("--write", action="store_true", help="record the mean and tolerance in each task spec")
+    baseline.add_argument("--write", action="store_true",
+                          help="record the scores in each task's baselines file, which its spec reads")
     baseline.add_argument("--root", type=Path, default=Path("."), help="project root (default: the current folder)")
     baseline.add_argument("--cache", type=Path, default=None, help=f"cache folder (default: {default_cache_dir()})")
     baseline.set_defaults(run=_baseline)
 
 
 def _baseline(args: argparse.Namespace) -> int:
-    if args.seeds < 1:
-        raise MlabError(f"--seeds must be at least 1, got {args.seeds}")
+    if args.runs < 1:
+        raise MlabError(f"--runs must be at least 1, got {args.runs}")
     root = args.root.resolve()
     cache = (args.cache or default_cache_dir()).resolve()
     from pytest_mlab.sandbox.owner import owned_prefix
 
     with tempfile.TemporaryDirectory(prefix=owned_prefix("baseline")) as out:  # swept if this process is killed
         for name in args.tasks:
-            measured = measure(root, name, args.data, args.seeds, args.sandbox, cache, Path(out))
+            measured = measure(root, name, args.data, args.runs, args.sandbox, cache, Path(out), check=args.write)
             print(measured.line(), flush=True)
             if args.write:
-                write_baseline(measured.path, measured)
-                print(f"  written to {measured.path}", flush=True)
+                written = record(measured)
+                print(f"  written to {os.path.relpath(written)}", flush=True)
     return 0
 
 
-def measure(root: Path, name: str, variant: str, seeds: int, sandbox: str, cache: Path, out: Path) -> Measured:
-    """The baseline agent's scores on ``seeds`` runs; any run that does not grade is an error."""
+def measure(root: Path, name: str, variant: str, runs: int, sandbox: str, cache: Path, out: Path, *,
+            check: bool = False) -> Measured:
+    """The baseline agent's scores on ``runs`` runs; any run that does not grade is an error.
+    ``check``: refuse up front a variant whose baseline is pinned (it is not to be measured over)."""
+    from pytest_mlab.results.environment import describe_environment
     from pytest_mlab.runner import execute
+    from pytest_mlab.sandbox.gpus import GpuPool
     from pytest_mlab.spec.plan import Settings, compile_plans
     from pytest_mlab.spec.project import Project
 
@@ -104,62 +92,98 @@ def measure(root: Path, name: str, variant: str, seeds: int, sandbox: str, cache
     task = project.task_from_file(path)
     if variant not in task.data:
         raise MlabError(f"task '{name}' has no '{variant}' data variant; it has: {', '.join(task.data)}")
+    if check and variant in task.baseline_pinned:
+        raise MlabError(f"task '{name}' pins its '{variant}' baseline at {task.baseline[variant]:g} "
+                        f"({task.baseline_origins.get(variant, task.source)}); a measured one would contradict it: "
+                        f"remove the pin first if the starter is meant to be measured")
     agent = project.agent("baseline", wanted_by=("pytest-mlab baseline", None, ""))
-    settings = Settings(agents=("baseline",), agents_source="pytest-mlab baseline", llm=None, seeds=seeds,
+    settings = Settings(agents=("baseline",), agents_source="pytest-mlab baseline", llm=None, seeds=runs,
                         variant=variant, sandbox=sandbox, out_dir=out, cache_dir=cache)
+    pool = GpuPool.in_results(out, None)  # every GPU here, one per run: the paper ran starters on a GPU
     scores = []
     for plan in compile_plans(task, [(agent, project.agent_actions(agent))], settings):
-        result = execute(plan, plan.run_id)
+        with pool.lease(plan.run_id, required=plan.needs_gpu) as lease:
+            result = execute(plan, plan.run_id, gpus=lease.ids)
         if result.score is None or not result.valid:
             raise MlabError(f"{plan.run_id}: the starter did not produce a graded submission "
                             f"({result.end_reason}: {result.message}); fix the starter before recording a baseline")
         scores.append(float(result.score))
-    return Measured(task.name, variant, tuple(scores), path)
+    where = describe_environment(root)
+    machine = {key: where[key] for key in ("hostname", "platform", "python", "cpus", "gpus")}
+    measurement = Measurement(tuple(scores), sandbox, time.strftime("%Y-%m-%dT%H:%M:%S%z"), where["commit"], machine)
+    return Measured(task.name, variant, measurement, path)
 
 
-def write_baseline(path: Path, measured: Measured) -> None:
-    """Set ``baseline.<variant>`` and ``baseline.tolerance`` in a task spec, keeping every other line
-    (and comment) as it is. The ``baseline:`` key must be a block mapping or a one-line flow mapping.
-    The tolerance is shared by the task's variants: while another variant has a baseline, the one
-    already there is never lowered."""
+def record(measured: Measured) -> Path:
+    """Write the measurement into the task's baselines file and make the spec read that file: its
+    ``baseline.measured`` is added when missing, and a value written in the spec for the same
+    variant is removed (a variant has one baseline). Returns the baselines file."""
+    import yaml
+
+    text = measured.path.read_text(encoding="utf-8")
+    try:
+        baseline = (yaml.safe_load(text) or {}).get("baseline")
+    except yaml.YAMLError as exc:
+        raise MlabError(f"{measured.path}: cannot read the spec to record its baseline: {exc}") from None
+    baseline = baseline if isinstance(baseline, dict) else {}
+    relative = baseline.get("measured") if isinstance(baseline.get("measured"), str) \
+        else (DEFAULT_FOLDER / f"{measured.task}.yaml").as_posix()
+    file = measured.path.parent / relative
+    write_baselines(file, measured.task, {measured.variant: measured.measurement})
+    edit_baseline_mapping(measured.path, set_values={"measured": relative}, remove=(measured.variant,))
+    return file
+
+
+def edit_baseline_mapping(path: Path, set_values: dict[str, str], remove: tuple[str, ...] = ()) -> None:
+    """Set and remove keys of the spec's top-level ``baseline:`` mapping, keeping every other line
+    (and comment) as it is. It must be a block mapping or a one-line flow mapping; a spec without
+    one gets a block at its end."""
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    tolerance = max(measured.tolerance, _shared_tolerance(lines, measured.variant))
-    values = {measured.variant: f"{measured.mean:.6g}", "tolerance": f"{tolerance:g}"}
     for index, line in enumerate(lines):
         flow = re.match(r"^baseline:\s*\{(.*)\}\s*(#.*)?$", line.rstrip("\n"))
         if flow:
-            entries = dict(part.split(":", 1) for part in flow.group(1).split(",") if ":" in part)
-            entries = {key.strip(): value.strip() for key, value in entries.items()}
-            entries.update(values)
+            entries = _flow_entries(flow.group(1))
+            if entries is None:
+                break  # nested flow mappings: rewritten as a block below
+            entries = {key: value for key, value in entries.items() if key not in remove}
+            entries.update(set_values)
             lines[index] = "baseline: {" + ", ".join(f"{k}: {v}" for k, v in entries.items()) + "}\n"
-            break
+            path.write_text("".join(lines), encoding="utf-8")
+            return
         if re.match(r"^baseline:\s*(#.*)?$", line.rstrip("\n")):
             end = index + 1
-            while end < len(lines) and lines[end].startswith((" ", "\t")) and lines[end].strip():
+            while end < len(lines) and (lines[end].startswith((" ", "\t")) or not lines[end].strip()):
                 end += 1
+            while end > index + 1 and not lines[end - 1].strip():
+                end -= 1
             block = lines[index + 1:end]
             indent = next((re.match(r"^(\s+)", item).group(1) for item in block if item.strip()), "  ")
-            for key, value in values.items():
-                at = next((i for i, item in enumerate(block) if re.match(rf"^\s+{re.escape(key)}\s*:", item)), None)
+            block = [item for item in block if not any(re.match(rf"^{indent}{re.escape(key)}\s*:", item)
+                                                       for key in remove)]
+            for key, value in set_values.items():
+                at = next((i for i, item in enumerate(block) if re.match(rf"^{indent}{re.escape(key)}\s*:", item)),
+                          None)
                 new = f"{indent}{key}: {value}\n"
                 if at is None:
                     block.append(new)
                 else:
                     block[at] = new
             lines[index + 1:end] = block
-            break
-    else:
-        raise MlabError(f"{path}: no top-level 'baseline:' key to update; add 'baseline: {{}}' first")
-    path.write_text("".join(lines), encoding="utf-8")
+            path.write_text("".join(lines), encoding="utf-8")
+            return
+    if not any(re.match(r"^baseline\s*:", line) for line in lines):
+        ending = "" if not lines or lines[-1].endswith("\n") else "\n"
+        added = "".join(f"  {key}: {value}\n" for key, value in set_values.items())
+        path.write_text("".join(lines) + ending + "baseline:\n" + added, encoding="utf-8")
+        return
+    raise MlabError(f"{path}: the 'baseline:' key must be a block mapping or a one-line mapping of plain values "
+                    f"to be updated; write 'baseline:' on its own line with its entries indented below, or add "
+                    f"'measured: {set_values.get('measured', '...')}' under it yourself")
 
 
-def _shared_tolerance(lines: list[str], variant: str) -> float:
-    """The spec's ``baseline.tolerance`` when another variant's baseline relies on it, else 0."""
-    import yaml
-
-    try:
-        baseline = (yaml.safe_load("".join(lines)) or {}).get("baseline") or {}
-        others = set(baseline) - {variant, "tolerance"}
-        return float(baseline.get("tolerance", 0.0)) if others else 0.0
-    except (yaml.YAMLError, AttributeError, TypeError, ValueError):
-        return 0.0
+def _flow_entries(body: str) -> dict[str, str] | None:
+    """``{a: 1, b: 2}``'s entries as written; None when a value is itself a flow collection."""
+    if any(bracket in body for bracket in "{}[]"):
+        return None
+    entries = dict(part.split(":", 1) for part in body.split(",") if ":" in part)
+    return {key.strip(): value.strip() for key, value in entries.items()}

@@ -68,11 +68,31 @@ def prepare_data(task: TaskSpec, variant: str, cache_dir: Path, *, seed: int = 0
 
 
 def _recipe_fingerprint(task: TaskSpec, variant: str, seed: int) -> str:
-    """Changes whenever the recipe's file, function or seed changes."""
-    recipe = task.data[variant].prepare
-    digest = hashlib.sha256((task.assets / recipe.file).read_bytes())
-    digest.update(f"{recipe}:{seed}".encode())
+    """Changes whenever the recipe's file, function or seed changes, or any file of the assets
+    folder a recipe may read (a text it copies, a module it imports): all but the starter files,
+    the reference solution, the grader and the measure script, whose edits leave the data as it is."""
+    digest = hashlib.sha256(f"{task.data[variant].prepare}:{seed}".encode())
+    arguments = task.recipe_arguments(variant)
+    if arguments:  # where a task made from a folder elsewhere finds it
+        digest.update(json.dumps(arguments, sort_keys=True).encode())
+    for path in _recipe_inputs(task):  # the recipe's own file among them
+        digest.update(f"\0{path.relative_to(task.assets).as_posix()}\0".encode())
+        digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+def _recipe_inputs(task: TaskSpec) -> list[Path]:
+    """The assets folder's files that preparing may depend on, the recipe's own included."""
+    skipped = {task.env_dir, task.assets / task.reference_files}
+    graders = {task.assets / task.metric.grader.file, *([task.assets / task.metric.measure.script]
+                                                           if task.metric.measure else [])}
+    found = []
+    for path in sorted(task.assets.rglob("*")):
+        if (not path.is_file() or path in graders or any(folder in path.parents for folder in skipped)
+                or "__pycache__" in path.parts):
+            continue
+        found.append(path)
+    return found
 
 
 def _for_the_user(error: str) -> str:
@@ -116,7 +136,8 @@ def _prepare(task: TaskSpec, variant: str, entry: Path, fingerprint: str, seed: 
     (staging / "public").mkdir(parents=True)
     (staging / "hidden").mkdir()
     ref = task.data[variant].prepare
-    arguments = {"public": staging / "public", "hidden": staging / "hidden", "seed": seed}
+    arguments = {**task.recipe_arguments(variant), "public": staging / "public", "hidden": staging / "hidden",
+                 "seed": seed}
     network = task.data[variant].requires.network
     if network:
         arguments["downloads"] = downloads_dir(entry.parent.parent, task)

@@ -63,4 +63,4 @@ def regrade_final(task: TaskSpec, run_dir: Path, data: PreparedData, *, sandbox:
                            options=SandboxOptions.for_task(task, task.limits, label))
     baseline = task.baseline.get(variant)
     detail = message.removeprefix(f"the run {end_reason}: ") if EndReason(end_reason).cut_short else None
-    return grade, judge(task, baseline, grade, end_reason, expect, detail), baseline
+    return grade, judge(task, baseline, grade, end_reason, expect, detail, variant=variant), baseline

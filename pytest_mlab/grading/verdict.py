@@ -28,8 +28,10 @@ def improvement(score: float, baseline: float, higher_is_better: bool) -> float:
 
 
 def judge(task: TaskSpec, baseline: float | None, grade: Grade, end_reason: EndReason | str, expect: str,
-          detail: str | None = None, unmeasured: Sequence[str] = ()) -> Verdict:
-    """The item's assertion. ``expect='baseline'``: the submission reproduces the recorded baseline;
+          detail: str | None = None, unmeasured: Sequence[str] = (), variant: str | None = None) -> Verdict:
+    """The item's assertion. ``expect='baseline'``: the submission reproduces the recorded baseline
+    within the variant's tolerance, or, where the baseline is pinned rather than measured (a skeleton
+    starter), the unchanged starter does not already succeed against it;
     ``expect='success'``: it beats the baseline by more than the task's threshold. ``unmeasured``:
     scores the agent claimed that no executed code printed (see grading/claims.py); a failed run
     that claimed such a score is categorised "claimed but unmeasured". A grader that crashed is a
@@ -45,6 +47,10 @@ def judge(task: TaskSpec, baseline: float | None, grade: Grade, end_reason: EndR
         # must not buy its way out of the success denominator, or a retry under --mlab-resume, that
         # way. Fix the grader, then `pytest-mlab rescore` re-grades the saved snapshots.
         return Verdict(False, False, None, f"grader error: {grade.invalid_reason}", Failure.GRADER_ERROR)
+    pinned = variant in task.baseline_pinned
+    if not grade.valid and expect == "baseline" and pinned and baseline is not None:
+        return Verdict(True, False, None, f"the unchanged starter writes no valid submission "
+                       f"({grade.invalid_reason}); the baseline is pinned at {baseline:.4g} instead", None)
     if not grade.valid:
         if unmeasured and end_reason == EndReason.FINAL_ANSWER and expect == "success":
             return Verdict(False, False, None, f"invalid submission: {grade.invalid_reason}; yet the agent claimed "
@@ -61,10 +67,15 @@ def judge(task: TaskSpec, baseline: float | None, grade: Grade, end_reason: EndR
     gain = improvement(score, baseline, metric.higher_is_better)
     head = f"{metric.name} {score:.4g}{unit} vs baseline {baseline:.4g}{unit}: {gain:+.1%}"
     success = gain > task.success_improvement
+    if expect == "baseline" and pinned:
+        message = (f"{head} (pinned), the unchanged starter must not already beat it by more than "
+                   f"{task.success_improvement:+.0%}")
+        return Verdict(not success, success, gain, message, Failure.BASELINE_MISMATCH if success else None)
     if expect == "baseline":
+        tolerance = task.tolerance(variant) if variant is not None else task.baseline_tolerance
         deviation = abs(score - baseline) / abs(baseline) if baseline else abs(score)
-        passed = deviation <= task.baseline_tolerance
-        message = f"{head}, the baseline must be reproduced within ±{task.baseline_tolerance:.0%}"
+        passed = deviation <= tolerance
+        message = f"{head}, the baseline must be reproduced within ±{tolerance * 100:.3g}%"
         return Verdict(passed, success, gain, message, None if passed else Failure.BASELINE_MISMATCH)
     message = f"{head}, needs > {task.success_improvement:+.0%}"
     if success:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pytest_mlab.errors import MlabError, SpecError, UsageError
-from pytest_mlab.plugin.options import add_options, allow_skips, read_settings
+from pytest_mlab.plugin.options import GPU_POOL, add_options, allow_skips, gpu_pool, read_settings
 from pytest_mlab.plugin.state import SESSION, SETTINGS, project_of, run_items
 from pytest_mlab.spec.suffixes import SPEC_SUFFIXES
 
@@ -39,6 +39,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         settings = read_settings(config)
         skips_allowed = allow_skips(config)
+        config.stash[GPU_POOL] = gpu_pool(config, settings.out_dir)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[SETTINGS] = settings
@@ -114,6 +115,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if session.config.stash[SETTINGS].prepare and not hasattr(session.config, "workerinput"):
         tasks = [item.plan.task for item in run_items(session.items)]
         _prepare_selected(session.config, tasks)
+
+
+def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
+    """Said right after "collected N items" (also under --collect-only): the selected tasks that
+    have no baseline for the session's data variant."""
+    from pytest_mlab.plugin.notices import missing_baseline_notice
+
+    notice = missing_baseline_notice(run_items(items))
+    return [notice] if notice else []
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -138,11 +138,12 @@ class MlabItem(pytest.Item):
     def runtest(self) -> None:
         """Run, attach, raise: the engine does the rest."""
         from pytest_mlab.plugin.junit import attach
+        from pytest_mlab.plugin.options import GPU_POOL
         from pytest_mlab.runner import BudgetSpent, run_item
 
         try:
-            result = run_item(self.plan, self.nodeid, self.config.stash[SETTINGS],
-                              session=self.config.stash[SESSION], console=self._console())
+            result = run_item(self.plan, self.nodeid, self.config.stash[SETTINGS], session=self.config.stash[SESSION],
+                              console=self._console(), gpu_pool=self.config.stash.get(GPU_POOL, None))
         except BudgetSpent as exc:
             pytest.skip(str(exc))
         attach(self, result)

@@ -34,3 +34,19 @@ def _uses_llm(project, name: str) -> bool:
         return project.agent(name).uses_llm
     except MlabError:
         return False
+
+
+def missing_baseline_notice(items: list[pytest.Item]) -> str | None:
+    """Tasks collected for a data variant they have, but with no baseline for it: every run of
+    theirs would end as "no baseline", which the user should hear before spending the compute."""
+    missing: dict[str, str] = {}
+    for item in items:
+        plan = item.plan
+        if plan.variant in plan.task.data and plan.baseline is None:
+            missing.setdefault(plan.task.name, plan.variant)
+    if not missing:
+        return None
+    variants = sorted(set(missing.values()))
+    names = ", ".join(sorted(missing))
+    return (f"pytest-mlab: no {'/'.join(variants)} baseline for {len(missing)} task(s): {names}; their runs end as "
+            f"'no baseline'. Measure one with `pytest-mlab baseline TASK --data {variants[0]} --runs 8 --write`")

@@ -11,6 +11,7 @@ import pytest
 from pytest_mlab.data.location import default_cache_dir
 from pytest_mlab.errors import UsageError
 from pytest_mlab.sandbox import SANDBOX_KINDS
+from pytest_mlab.sandbox.gpus import GpuPool, parse_gpus
 from pytest_mlab.sandbox.registry import sandbox_unavailable
 from pytest_mlab.spec.plan import Settings
 from pytest_mlab.spec.units import parse_duration
@@ -41,6 +42,9 @@ OPTIONS = (
                                                "for an unmet requirement (missing API key, data, package)", None),
     ("--mlab-progress", "mlab_progress", "show the running items, their step and time, and how many are done and "
                                          "left: auto (on a terminal, not with -q), on, off (default: auto)", "auto"),
+    ("--mlab-gpus", "mlab_gpus", "GPUs the running items share out, each holding its own for its whole run: auto "
+                                 "(those nvidia-smi lists), none, a count N (the first N) or indexes such as 0,1 "
+                                 "(default: auto)", "auto"),
 )
 FLAGS = ("--mlab-resume", "--mlab-score-steps", "--mlab-allow-skips")  # on/off options; ini settings take true/false
 LLM_SETTINGS = ("mlab_llm", "mlab_fast_llm", "mlab_edit_llm")
@@ -125,6 +129,14 @@ def read_settings(config: pytest.Config) -> Settings:
 def allow_skips(config: pytest.Config) -> bool:
     """--mlab-allow-skips: a session whose runs were all skipped for unmet requirements may pass."""
     return _switch(*_value(config, "mlab_allow_skips", None))
+
+
+GPU_POOL = pytest.StashKey[GpuPool]()  # --mlab-gpus: the GPUs this process's items lease
+
+
+def gpu_pool(config: pytest.Config, out_dir: Path) -> GpuPool:
+    """--mlab-gpus: GPU indexes missing on this machine are a usage error before anything runs."""
+    return GpuPool.in_results(out_dir, parse_gpus(*_value(config, "mlab_gpus", "auto")))
 
 
 PROGRESS_MODES = ("auto", "on", "off")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from pytest_mlab.outcomes import EndReason, Failure
 from pytest_mlab.spec.plan import RunPlan
@@ -29,18 +29,22 @@ class RunIdentity:
     seed: int
     variant: str
     sandbox: str
+    # the GPUs (nvidia-smi indexes) the run held, grading included (--mlab-gpus); keyword-only with
+    # a default, so results written before it existed still load
+    gpus: list[str] = field(default_factory=list, kw_only=True)
 
     @classmethod
-    def of_plan(cls, plan: RunPlan, nodeid: str, sandbox: str) -> "RunIdentity":
+    def of_plan(cls, plan: RunPlan, nodeid: str, sandbox: str, gpus: Sequence[str] | None = None) -> "RunIdentity":
         return cls(nodeid=nodeid, run_id=plan.run_id, task=plan.task.name, agent=plan.agent.name, llm=plan.llm,
-                   seed=plan.seed, variant=plan.variant, sandbox=sandbox)
+                   seed=plan.seed, variant=plan.variant, sandbox=sandbox, gpus=list(gpus or ()))
 
     @classmethod
     def from_record(cls, record: dict[str, Any], fallback_run_id: str) -> "RunIdentity":
         """From a trace's ``run`` record (what a run wrote before it started acting)."""
         return cls(nodeid=record.get("nodeid", "?"), run_id=record.get("run_id", fallback_run_id),
                    task=record.get("task", "?"), agent=record.get("agent", "?"), llm=record.get("llm"),
-                   seed=record.get("seed", 0), variant=record.get("variant", "?"), sandbox=record.get("sandbox", "?"))
+                   seed=record.get("seed", 0), variant=record.get("variant", "?"), sandbox=record.get("sandbox", "?"),
+                   gpus=list(record.get("gpus", ())))
 
     def to_record(self) -> dict[str, Any]:
         return {item.name: getattr(self, item.name) for item in fields(RunIdentity)}

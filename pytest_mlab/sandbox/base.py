@@ -50,6 +50,9 @@ class SandboxOptions:
     pids: int | None = None  # most processes/threads at once (fork-bomb guard)
     network: bool = False  # the task's spec asked for network access at run time
     gpu: bool = False  # the task needs a GPU (backends pass one through only when present)
+    # the GPUs (nvidia-smi indexes) the item holds (--mlab-gpus, see gpus.py); () none, so its code
+    # sees none; None: no assignment was made (a sandbox opened outside a session), see passes_gpus
+    gpus: tuple[str, ...] | None = None
     label: str = ""  # the run id, for naming/labelling containers and temp folders
     image: str | None = None  # docker only: the task's image (None: the default host-runtime image)
     dockerfile: Path | None = None  # docker only: a Dockerfile to build the task's image from
@@ -59,6 +62,12 @@ class SandboxOptions:
         """The sandbox a task's runs and measurements get: its limits and run-time requirements."""
         return cls(memory=limits.memory, pids=limits.pids, network=task.requires.network, gpu=task.requires.gpu,
                    label=label, image=task.sandbox_image, dockerfile=task.sandbox_dockerfile)
+
+    @property
+    def passes_gpus(self) -> bool:
+        """Whether GPU devices go into the sandbox: those assigned to the item when an assignment
+        was made, else every GPU when the task needs one."""
+        return bool(self.gpus) if self.gpus is not None else self.gpu
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from typing import Iterable
 from pytest_mlab.errors import SandboxError
 from pytest_mlab.sandbox.base import ExecResult, SandboxOptions, signal_exit_code
 from pytest_mlab.sandbox.environ import clean_environment
+from pytest_mlab.sandbox.gpus import cuda_environment
 from pytest_mlab.sandbox.host_runtime import ETC_FILES, SYSTEM_DIRS, python_dirs
 from pytest_mlab.sandbox.local import LocalSandbox
 from pytest_mlab.sandbox.owner import owned_prefix
@@ -66,7 +67,8 @@ def _system_args() -> list[str]:
 
 
 def _gpu_devices() -> list[str]:
-    """NVIDIA and DRI device nodes, passed through only when a task needs a GPU."""
+    """NVIDIA and DRI device nodes, passed through only when the item holds a GPU (all of them:
+    ``CUDA_VISIBLE_DEVICES`` says which ones are its own)."""
     return sorted(glob.glob("/dev/nvidia*") + glob.glob("/dev/dri"))
 
 
@@ -143,7 +145,8 @@ class BwrapSandbox(LocalSandbox):
         self._path = f"{python_bin}:/usr/local/bin:/usr/bin:/bin"
 
     def _environment(self, env: dict[str, str] | None) -> dict[str, str]:
-        return clean_environment({"HOME": HOME, "TMPDIR": "/tmp", "PATH": self._path, **self._base_env, **(env or {})})
+        return clean_environment({"HOME": HOME, "TMPDIR": "/tmp", "PATH": self._path, **self._base_env, **(env or {}),
+                                  **cuda_environment(self.options.gpus)})
 
     def exec(self, argv: list[str], *, timeout: float, output_limit: int, env: dict[str, str] | None = None,
              stdin: str | None = None) -> ExecResult:
@@ -152,8 +155,8 @@ class BwrapSandbox(LocalSandbox):
             raise SandboxError("exec needs a command to run, got an empty argv")
         # linked data is bound read-only over itself, so the cache cannot be changed through it
         linked = self.files.linked.still_linked()
-        wrapped = [*bwrap_command(self.workspace, network=self.options.network, read_only=linked, gpu=self.options.gpu),
-                   *argv]
+        wrapped = [*bwrap_command(self.workspace, network=self.options.network, read_only=linked,
+                                  gpu=self.options.passes_gpus), *argv]
         # the local backend runs it in the sandbox's cgroups and kills the tree and the groups after
         result = super().exec(wrapped, timeout=timeout, output_limit=output_limit, env=env, stdin=stdin)
         code = signal_exit_code(result.returncode) if result.returncode is not None else None

@@ -45,6 +45,7 @@ from pytest_mlab.sandbox.capture import Output, feed_stdin, start_thread
 from pytest_mlab.sandbox.docker_image import (DEFAULT_IMAGE, build_task_image, ensure_image, host_init, host_python,
                                               host_runtime_binds, uses_host_runtime)
 from pytest_mlab.sandbox.environ import clean_environment
+from pytest_mlab.sandbox.gpus import cuda_environment
 from pytest_mlab.sandbox.owner import owner_gone, owner_label
 from pytest_mlab.sandbox.workspace import HostWorkspace, OnHostWorkspace
 from pytest_mlab.spec.models import DEFAULT_MEMORY, DEFAULT_PIDS
@@ -196,11 +197,10 @@ class DockerSandbox(OnHostWorkspace, Sandbox):
 
     def _start(self) -> Any:
         from docker.errors import DockerException
-        from docker.types import DeviceRequest
 
         memory = self.options.memory or DEFAULT_MEMORY
         cpus = min(self.options.cpus or DEFAULT_CPUS, float(os.cpu_count() or 1))
-        devices = [DeviceRequest(count=-1, capabilities=[["gpu"]])] if self.options.gpu and _has_gpu(self._client) else []
+        devices = device_requests(self._client, self.options)
         name = re.sub(r"[^a-zA-Z0-9_.-]+", "-", f"mlab-{self.options.label or 'run'}")[:60]
         default = self._host_runtime
         init = host_init() if default else []
@@ -267,7 +267,10 @@ class DockerSandbox(OnHostWorkspace, Sandbox):
     def _environment(self, env: dict[str, str] | None) -> dict[str, str]:
         path = f"{os.path.dirname(self.python)}:/usr/local/bin:/usr/bin:/bin" if self._host_runtime \
             else "/usr/local/bin:/usr/bin:/bin"
-        return clean_environment({"HOME": HOME, "TMPDIR": "/tmp", "PATH": path, **self._base_env, **(env or {})})
+        # the container has only the devices of its own GPUs, numbered from 0: none assigned is the
+        # only case where CUDA needs telling
+        gpus = cuda_environment(()) if self.options.gpus == () else {}
+        return clean_environment({"HOME": HOME, "TMPDIR": "/tmp", "PATH": path, **self._base_env, **(env or {}), **gpus})
 
     def exec(self, argv: list[str], *, timeout: float, output_limit: int, env: dict[str, str] | None = None,
              stdin: str | None = None) -> ExecResult:
@@ -321,6 +324,25 @@ class DockerSandbox(OnHostWorkspace, Sandbox):
         if self._remove is not None:
             self._remove()
         self.files.close()
+
+
+def device_requests(client: Any, options: SandboxOptions) -> list[Any]:
+    """The GPUs the container gets: those assigned to the item (``options.gpus``), or, where no
+    assignment was made, every GPU when the task needs one. Where docker cannot pass GPUs through,
+    a task that needs one fails saying why, and any other runs on the CPU."""
+    from docker.types import DeviceRequest
+
+    if not options.passes_gpus:
+        return []
+    if not _has_gpu(client):
+        if options.gpu:
+            raise SandboxError(f"{options.label or 'the run'} needs a GPU, but docker here cannot pass one into "
+                               "a container (no /dev/nvidia0, or no NVIDIA runtime in `docker info`): install the "
+                               "NVIDIA Container Toolkit, or choose --sandbox=bwrap")
+        return []
+    if options.gpus is None:
+        return [DeviceRequest(count=-1, capabilities=[["gpu"]])]
+    return [DeviceRequest(device_ids=list(options.gpus), capabilities=[["gpu"]])]
 
 
 def _has_gpu(client: Any) -> bool:

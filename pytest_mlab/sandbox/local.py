@@ -37,6 +37,7 @@ from pytest_mlab.sandbox.base import ExecResult, Sandbox, SandboxOptions, memory
 from pytest_mlab.sandbox.capture import READ_GRACE_S, Output, drain, feed_stdin, join_all, start_thread
 from pytest_mlab.sandbox.cgroups import Limits
 from pytest_mlab.sandbox.environ import clean_environment
+from pytest_mlab.sandbox.gpus import cuda_environment
 from pytest_mlab.sandbox.owner import owned_prefix
 from pytest_mlab.sandbox.process_tree import ProcessTree, kill_known, pipe_writers, reap, wait_for_exit
 from pytest_mlab.sandbox.workspace import HostWorkspace, OnHostWorkspace, remove_tree
@@ -103,10 +104,9 @@ class LocalSandbox(OnHostWorkspace, Sandbox):
 
     def _environment(self, env: dict[str, str] | None) -> dict[str, str]:
         """An allow-list, never the harness environment: API keys and the like stay out.
-        ``base_env`` and then ``env`` override the defaults."""
-        return clean_environment(
-            {"HOME": str(self._home), "TMPDIR": str(self._tmp), **self._base_env, **(env or {})}
-        )
+        ``base_env`` and then ``env`` override the defaults; nothing overrides the item's GPUs."""
+        return clean_environment({"HOME": str(self._home), "TMPDIR": str(self._tmp), **self._base_env, **(env or {}),
+                                  **cuda_environment(self.options.gpus)})
 
     def exec(
         self,

@@ -17,6 +17,7 @@ from typing import Any, Callable, Hashable, Mapping, TypeVar
 from pytest_mlab.errors import SpecError
 from pytest_mlab.spec import models
 from pytest_mlab.spec.agent_options import check_options, check_with_class, implementation_class
+from pytest_mlab.spec.mlagentbench import folder_spec
 from pytest_mlab.spec.problems import Problems
 from pytest_mlab.spec.refs import resolve_function
 from pytest_mlab.spec.schemas import schema_problems
@@ -336,6 +337,7 @@ def build_task(raw: RawSpec, library: SpecLibrary, root: Path, files: TaskFiles 
     the same one for every task)."""
     files = files or TaskFiles()
     data, lines, problems = library.checked(raw)
+    folder = folder_spec(raw.display, raw.path, data, problems, root)  # mlagentbench: completed from the folder
     display = raw.display
     fail = problems.error
     problems.run(lambda: library.check_unique(raw), ("name",))
@@ -354,12 +356,12 @@ def build_task(raw: RawSpec, library: SpecLibrary, root: Path, files: TaskFiles 
         path = ("data", variant, "prepare")
         prepares[variant] = problems.run(lambda: _function(assets, variant_data["prepare"], fail, path, files),
                                          path, in_assets)
-    for variant in _mapping(data.get("baseline")):
-        if variant != "tolerance" and isinstance(data.get("data"), dict) and variant not in prepares:
-            problems.add(("baseline", variant), f"no data variant '{variant}'; the task has: {', '.join(prepares)}")
+    baselines = _baselines(_mapping(data.get("baseline")), raw, prepares if isinstance(data.get("data"), dict) else None,
+                           problems)
     starter = data.get("starter", "train.py")
     starter_at = ("starter",) if "starter" in data else ("assets",)
-    problems.run(lambda: _starter(assets, starter, fail, starter_at), starter_at, in_assets)
+    if folder is None:  # a folder's starter is checked in the folder
+        problems.run(lambda: _starter(assets, starter, fail, starter_at), starter_at, in_assets)
     limits = _limits(_mapping(data.get("limits")), ("limits",), problems)
     _check_names(problems, tag_problem, ("tags",), data.get("tags"))
     for at in [("requires",), *(("data", variant, "requires") for variant in prepares)]:
@@ -372,10 +374,8 @@ def build_task(raw: RawSpec, library: SpecLibrary, root: Path, files: TaskFiles 
         dockerfile = problems.run(lambda: _dockerfile(assets, sandbox["dockerfile"], fail),
                                   ("sandbox", "dockerfile"), in_assets)
     problems.raise_any()
-    baseline_data = dict(data.get("baseline", {}))
-    tolerance = baseline_data.pop("tolerance", models.DEFAULT_BASELINE_TOLERANCE)
     reference = data.get("reference", {})
-    return models.TaskSpec(
+    task = models.TaskSpec(
         name=data["name"], description=data["description"].strip(), source=display,
         line=lines.locate((), display)[1] or 1, assets=assets,
         metric=models.Metric(metric["name"], metric["direction"], grader, metric.get("submission"),
@@ -384,12 +384,57 @@ def build_task(raw: RawSpec, library: SpecLibrary, root: Path, files: TaskFiles 
                                           models.Requirements.from_dict(data["data"][variant].get("requires")))
               for variant, prepare in prepares.items()},
         starter=starter, tags=tuple(data.get("tags", ())),
-        read_only=tuple(data.get("read_only", ())), baseline=baseline_data, baseline_tolerance=float(tolerance),
+        read_only=tuple(data.get("read_only", ())), **baselines,
         success_improvement=float(data.get("success", {}).get("improvement", models.DEFAULT_SUCCESS_IMPROVEMENT)),
         limits=models.Limits(**limits), requires=models.Requirements.from_dict(data.get("requires")),
         reference_script=reference.get("script"), reference_files=reference.get("files", "reference"),
         sandbox_image=sandbox.get("image"), sandbox_dockerfile=dockerfile,
     )
+    return folder.task(task) if folder else task
+
+
+def _baselines(baseline: dict[str, Any], raw: RawSpec, variants: Mapping[str, Any] | None,
+               problems: Problems) -> dict[str, Any]:
+    """The task's baseline per data variant, from the three places one can come from: written in the
+    spec, pinned in it (``pinned:``), or measured (``measured:``, a file `pytest-mlab baseline`
+    writes). A variant may have one of them, for a variant the task has."""
+    written = {key: float(value) for key, value in baseline.items()
+               if key not in ("tolerance", "measured", "pinned") and _is_number(value)}
+    pinned = {key: float(value) for key, value in _mapping(baseline.get("pinned")).items() if _is_number(value)}
+    measured: dict[str, Any] = {}
+    if isinstance(baseline.get("measured"), str):
+        from pytest_mlab.spec.baselines import read_baselines
+
+        path = raw.path.parent / baseline["measured"]
+        read = problems.run(lambda: read_baselines(path, raw.name or "", display_path(path)), ("baseline", "measured"))
+        measured = read or {}
+    origins: dict[str, tuple[str, ...]] = {}
+    for place, found in (((), written), (("pinned",), pinned), (("measured",), measured)):
+        for variant in found:
+            at = ("baseline", *place, variant) if place != ("measured",) else ("baseline", "measured")
+            if variants is not None and variant not in variants:
+                problems.add(at, f"no data variant '{variant}'; the task has: {', '.join(variants)}")
+            elif variant in origins:
+                problems.add(at, f"the '{variant}' baseline is given twice (here and under "
+                                 f"baseline.{'.'.join(origins[variant]) or variant}); keep one")
+            origins.setdefault(variant, place or (variant,))
+    values = {**written, **pinned, **{variant: m.written_mean for variant, m in measured.items()}}
+    described = {**{variant: f"written in {raw.display}" for variant in written},
+                 **{variant: f"pinned in {raw.display}" for variant in pinned},
+                 **{variant: f"mean of {len(m.scores)} run(s) of the starter, {baseline['measured']}"
+                    for variant, m in measured.items()}}
+    return {"baseline": values,
+            "baseline_tolerance": float(baseline.get("tolerance", models.DEFAULT_BASELINE_TOLERANCE)),
+            # a tolerance written in the spec is the least a measured one may be: the task's author
+            # may know the starter varies more across machines than across one machine's runs
+            "baseline_tolerances": {variant: max(m.tolerance, float(baseline.get("tolerance", 0.0)))
+                                    for variant, m in measured.items()},
+            "baseline_pinned": frozenset(pinned), "baseline_origins": described}
+
+
+def _is_number(value: Any) -> bool:
+    """What the schema accepts as a number (the schema reports anything else)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _mapping(value: Any) -> dict[str, Any]:

@@ -112,8 +112,11 @@ class TaskSpec:
     starter: str = "train.py"
     tags: tuple[str, ...] = ()
     read_only: tuple[str, ...] = ()
-    baseline: dict[str, float] = field(default_factory=dict)
-    baseline_tolerance: float = DEFAULT_BASELINE_TOLERANCE
+    baseline: dict[str, float] = field(default_factory=dict)  # per data variant, whatever its origin
+    baseline_tolerance: float = DEFAULT_BASELINE_TOLERANCE  # for values written in the spec
+    baseline_tolerances: dict[str, float] = field(default_factory=dict)  # measured variants: from their spread
+    baseline_pinned: frozenset[str] = frozenset()  # variants whose value is fixed, not measured
+    baseline_origins: dict[str, str] = field(default_factory=dict)  # where each value comes from, for people
     success_improvement: float = DEFAULT_SUCCESS_IMPROVEMENT
     limits: Limits = Limits()
     requires: Requirements = Requirements()
@@ -122,9 +125,23 @@ class TaskSpec:
     sandbox_image: str | None = None  # docker only: an image on this machine
     sandbox_dockerfile: Path | None = None  # docker only: built locally, context = its folder
 
+    def tolerance(self, variant: str) -> float:
+        """How far the baseline agent may land from the variant's baseline (measured: from its spread)."""
+        return self.baseline_tolerances.get(variant, self.baseline_tolerance)
+
     @property
     def env_dir(self) -> Path:
         return self.assets / "env"
+
+    def recipe_arguments(self, variant: str) -> dict[str, Any]:
+        """Keyword arguments the variant's data recipe gets besides its folders and seed (a task made
+        from a folder elsewhere says where it is); they are part of the recipe's fingerprint."""
+        return {}
+
+    def with_prepared(self, hidden: Path) -> "TaskSpec":
+        """The task as its runs see it once the data is prepared (``hidden``: the answers' folder):
+        the same, except for a task whose own files come with its data (a fetched task folder)."""
+        return self
 
     def env_files(self) -> tuple[tuple[Path, str], ...]:
         """The files every workspace starts with (the starter, descriptions), with their workspace paths."""

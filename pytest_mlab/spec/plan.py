@@ -76,6 +76,12 @@ class RunPlan:
     def baseline(self) -> float | None:
         return self.task.baseline.get(self.variant)
 
+    @property
+    def needs_gpu(self) -> bool:
+        """The task, or its data variant, cannot run without a GPU (it waits for one)."""
+        variant = self.task.data.get(self.variant)
+        return self.task.requires.gpu or bool(variant and variant.requires.gpu)
+
 
 def _id_safe(text: str) -> str:
     """Model names like ``openai/gpt-4`` or ``scripted:demo.yaml`` become id-friendly."""

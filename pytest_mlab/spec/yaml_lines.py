@@ -7,6 +7,7 @@ any text libyaml rejects is read again by the pure Python parser: messages and l
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,9 @@ _DIFFERENT = ("\t", "\x85", "\u2028", "\u2029")
 # overflow) somewhere past 10,000 levels, where PyYAML raises RecursionError. Each level needs one
 # of ":-[{?", so counting them bounds the depth.
 _MAX_FAST_DEPTH = 5000
+# A number with an exponent but no dot (1e10, -2E-3): a float in YAML 1.2 and to any reader of a
+# spec, a string to YAML 1.1, which PyYAML implements.
+_EXPONENT = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)[eE][-+]?[0-9]+")
 
 
 @dataclass
@@ -150,6 +154,8 @@ def _scalar(node: yaml.Node, display: str) -> Any:
     if not isinstance(node, yaml.ScalarNode):
         raise SpecError(display, node.start_mark.line + 1, "", "a mapping or list cannot be used as a key")
     if node.tag == _STR:
+        if not node.style and _EXPONENT.fullmatch(node.value):  # plain: None, or "" from libyaml
+            return float(node.value)  # YAML 1.2 reads 1e10 as a number; PyYAML's YAML 1.1 as a string
         return node.value
     construct = _CORE.get(node.tag)
     try:

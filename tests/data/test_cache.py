@@ -94,6 +94,20 @@ def test_a_changed_recipe_is_prepared_again(toy_task, tmp_path, monkeypatch):
     assert runs(log) == 2
 
 
+def test_a_changed_file_the_recipe_reads_is_prepared_again_but_not_a_grader_or_starter_edit(toy_task, tmp_path,
+                                                                                             monkeypatch):
+    log = tmp_path / "log"
+    monkeypatch.setenv("RECIPE_LOG", str(log))
+    prepare_data(toy_task, "mini", tmp_path / "cache")
+    for edited in (toy_task.assets / toy_task.metric.grader.file, toy_task.env_dir / toy_task.starter):
+        edited.write_text(edited.read_text() + "\n# changed\n")
+        prepare_data(toy_task, "mini", tmp_path / "cache")
+    assert runs(log) == 1
+    (toy_task.assets / "template.txt").write_text("a text the recipe copies")
+    prepare_data(toy_task, "mini", tmp_path / "cache")
+    assert runs(log) == 2
+
+
 def test_a_failing_recipe_is_a_data_error_and_leaves_no_entry(toy_task, tmp_path):
     from dataclasses import replace
 

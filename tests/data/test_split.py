@@ -32,3 +32,29 @@ def test_tiny_inputs_keep_one_on_each_side():
 def test_bad_splits_are_explained(ids, fraction, message):
     with pytest.raises(DataError, match=message):
         split_ids(ids, fraction, seed=0)
+
+
+def test_shuffle_split_is_the_original_benchmarks_pandas_cut():
+    import pandas as pd
+
+    from pytest_mlab.data.split import shuffle_split
+
+    frame = pd.DataFrame({"id": [f"r{i}" for i in range(50)], "value": range(50)})
+    kept, held = shuffle_split(frame, 0.98, random_state=42)
+    shuffled = frame.sample(frac=1, random_state=42)
+    assert list(kept["id"]) == list(shuffled["id"][:49]) and list(held["id"]) == list(shuffled["id"][49:])
+    assert list(kept.index) == list(range(49)) and list(held.index) == [49], "index reset, as the original does"
+    assert len(shuffle_split(frame, 0.7, random_state=42)[0]) == 35  # int(50 * 0.7), rounded down
+
+
+@pytest.mark.parametrize("rows, fraction, message", [
+    (10, 1.0, "between 0 and 1"),
+    (10, 0.05, "leaves one side empty"),
+])
+def test_bad_shuffle_splits_are_explained(rows, fraction, message):
+    import pandas as pd
+
+    from pytest_mlab.data.split import shuffle_split
+
+    with pytest.raises(DataError, match=message):
+        shuffle_split(pd.DataFrame({"id": range(rows)}), fraction, random_state=0)

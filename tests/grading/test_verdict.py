@@ -60,6 +60,32 @@ def test_baseline_agent_must_reproduce_the_baseline_within_tolerance():
     assert "reproduced within ±2%" in drifted.message
 
 
+def test_a_measured_variant_brings_its_own_tolerance():
+    spec = task(baseline_tolerance=0.5, baseline_tolerances={"mini": 0.015})
+    assert judge(spec, 0.60, Grade(0.608), "final answer", "baseline", variant="mini").passed
+    drifted = judge(spec, 0.60, Grade(0.61), "final answer", "baseline", variant="mini")
+    assert not drifted.passed and "reproduced within ±1.5%" in drifted.message
+    assert judge(spec, 0.60, Grade(0.61), "final answer", "baseline", variant="full").passed  # the spec's 50%
+
+
+def test_a_pinned_baseline_asks_only_that_the_unchanged_starter_does_not_already_succeed():
+    spec = task(baseline_pinned=frozenset({"full"}))
+    skeleton = judge(spec, 0.5, Grade(None, "no submission.csv in the workspace"), "final answer", "baseline",
+                     variant="full")
+    assert skeleton.passed and skeleton.failure is None
+    assert skeleton.message == ("the unchanged starter writes no valid submission (no submission.csv in the "
+                                "workspace); the baseline is pinned at 0.5 instead")
+    near = judge(spec, 0.5, Grade(0.52), "final answer", "baseline", variant="full")
+    assert near.passed and "(pinned), the unchanged starter must not already beat it by more than +10%" in near.message
+    trained = judge(spec, 0.5, Grade(0.9), "final answer", "baseline", variant="full")
+    assert not trained.passed and trained.failure == "baseline mismatch"
+    # against a value that is not pinned: no submission fails, and so does 0.53 (outside ±5%)
+    assert not judge(spec, 0.5, Grade(None, "no submission.csv"), "final answer", "baseline", variant="mini").passed
+    assert not judge(spec, 0.5, Grade(0.53), "final answer", "baseline", variant="mini").passed
+    # an agent is judged against a pinned value like any other
+    assert judge(spec, 0.5, Grade(0.56), "final answer", "success", variant="full").success
+
+
 def test_invalid_submission_and_crash_messages():
     invalid = judge(task(), 0.5, Grade(None, "submission.csv: missing column 'target'"), "final answer", "success")
     assert invalid.message == "invalid submission: submission.csv: missing column 'target'"

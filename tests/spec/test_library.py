@@ -406,7 +406,8 @@ def test_several_schema_errors_are_all_reported_sorted_by_line(layout: Layout) -
     assert error.render().splitlines() == [
         "specs/tasks/many.yaml:4: tags: 'toy' is not of type 'array'",
         "specs/tasks/many.yaml:6: colour: unknown key 'colour'; allowed keys: assets, baseline, data, description, "
-        "extends, kind, limits, metric, name, read_only, reference, requires, sandbox, starter, success, tags",
+        "extends, kind, limits, metric, mlagentbench, name, read_only, reference, requires, sandbox, starter, success, "
+        "tags",
         "specs/tasks/many.yaml:11: metric.direction: 'up' is not one of ['maximize', 'minimize']",
         "specs/tasks/many.yaml:14: limits.max_steps: 'ten' is not of type 'integer'",
     ]

@@ -69,7 +69,8 @@ def test_every_problem_of_a_task_file_is_reported_at_once(layout: Layout) -> Non
         "specs/tasks/t.yaml:4: tags[1]: 'not' cannot be a tag: -m reads and, or and not as its own words, so no "
         "expression could select it; rename it (e.g. 'not-tasks')",
         "specs/tasks/t.yaml:6: colour: unknown key 'colour'; allowed keys: assets, baseline, data, description, "
-        "extends, kind, limits, metric, name, read_only, reference, requires, sandbox, starter, success, tags",
+        "extends, kind, limits, metric, mlagentbench, name, read_only, reference, requires, sandbox, starter, success, "
+        "tags",
         "specs/tasks/t.yaml:8: data.mini.prepare: task_assets/toy/prepare.py has no function 'make'; it defines: mini",
         "specs/tasks/t.yaml:8: data.mini.requires.packages[0]: 'scikit-learn' is a pip name: "
         "use the import name 'sklearn'",

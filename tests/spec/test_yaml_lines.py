@@ -116,6 +116,17 @@ def test_scalars_keep_their_yaml_types(tmp_path: Path) -> None:
     assert data == {"steps": 10, "ratio": 0.5, "flag": True, "nothing": None, "duration": "5m", "quoted": "10"}
 
 
+def test_exponents_without_a_dot_are_numbers_as_in_yaml_1_2(tmp_path: Path) -> None:
+    data, _ = load(tmp_path, """\
+        pinned: {house: 1e10, tiny: 1E-10, signed: -2e+3, dotted: 1.5e3}
+        quoted: "1e10"
+        words: [1e, e10, 1e10x]
+    """)
+    assert data["pinned"] == {"house": 1e10, "tiny": 1e-10, "signed": -2000.0, "dotted": 1500.0}
+    assert all(isinstance(value, float) for value in data["pinned"].values())
+    assert data["quoted"] == "1e10" and data["words"] == ["1e", "e10", "1e10x"]
+
+
 def test_the_display_name_is_what_marks_and_errors_use(tmp_path: Path) -> None:
     path = tmp_path / "deep" / "file.yaml"
     path.parent.mkdir()

@@ -1,0 +1,278 @@
+"""GPUs per item (``--mlab-gpus``): which GPUs a session may use, and which of them each running
+item holds, for its whole run, grading included.
+
+xdist workers are separate processes, so they agree through files in the results folder, one
+folder per host: ``gpu-<id>.lock`` per GPU, held with an exclusive ``flock`` for as long as an
+item holds that GPU (the kernel releases it when the holder dies, so a killed worker frees its
+GPU), and ``queue/``, one file per item waiting for a GPU, also ``flock``-held by its waiter.
+Every decision is taken under ``pool.lock``, so waiting is fair: the oldest live waiter gets the
+next free GPU; an item that needs no GPU takes a free one only while nobody waits, and never
+waits itself. Lock files hold who holds them (run id, pid), for messages and for curious users.
+
+Nothing here imports torch or docker: GPUs are listed with ``nvidia-smi`` and known by its index.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Callable, Iterator
+
+from pytest_mlab.errors import SandboxError, UsageError
+
+AUTO, NONE = "auto", "none"
+LOCK_DIR = ".gpus"  # in the results folder
+POLL = 0.5  # seconds between two looks of a waiting item
+LIST_TIMEOUT = 10.0  # seconds for nvidia-smi to list the GPUs
+CHOICES = "auto, none, a count such as 2, or GPU indexes such as 0,1 (one GPU by index: 3,)"
+WAITING = "waiting for a GPU"  # what the progress display shows of an item in line
+
+
+@functools.lru_cache(maxsize=None)
+def list_gpus() -> tuple[str, ...]:
+    """The indexes of the GPUs ``nvidia-smi`` lists here; none where it is absent or fails.
+    Asked once per process, and only when needed: a session on a machine without GPUs pays nothing."""
+    program = shutil.which("nvidia-smi")
+    if program is None:
+        return ()
+    try:
+        listed = subprocess.run([program, "--query-gpu=index", "--format=csv,noheader"], capture_output=True,
+                                text=True, timeout=LIST_TIMEOUT, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    if listed.returncode != 0:
+        return ()
+    return tuple(line.strip() for line in listed.stdout.splitlines() if line.strip().isdigit())
+
+
+def parse_gpus(text: str | None, source: str) -> tuple[str, ...] | None:
+    """The GPU ids ``--mlab-gpus`` names, checked against this machine; None for ``auto`` (every
+    GPU listed here, looked up when the first item asks). ``source`` names the option in errors."""
+    choice = (text or AUTO).strip().lower()
+    if choice == AUTO:
+        return None
+    if choice == NONE:
+        return ()
+    if choice.isdigit():
+        return _first(int(choice), text, source)
+    names = [part.strip() for part in choice.split(",")]
+    if "," not in choice or not any(names) or not all(name.isdigit() for name in names if name):
+        raise UsageError(f"{source}={text}: expected {CHOICES}")
+    ids = [str(int(name)) for name in names if name]
+    repeated = sorted({gpu for gpu in ids if ids.count(gpu) > 1}, key=int)
+    if repeated:
+        raise UsageError(f"{source}={text}: GPU {', '.join(repeated)} is named twice")
+    here = list_gpus()
+    missing = [gpu for gpu in ids if gpu not in here]
+    if missing:
+        raise UsageError(f"{source}={text}: no GPU {', '.join(missing)} on this machine ({_listed(here)})")
+    return tuple(ids)
+
+
+def _first(count: int, text: str | None, source: str) -> tuple[str, ...]:
+    if count == 0:
+        raise UsageError(f"{source}={text}: a count of GPUs must be at least 1; for no GPU write none, "
+                         f"for GPU 0 alone write 0, (with the comma)")
+    here = list_gpus()
+    if count > len(here):
+        raise UsageError(f"{source}={text}: asks for {count} GPUs, but {_listed(here)}")
+    return here[:count]
+
+
+def _listed(here: tuple[str, ...]) -> str:
+    if here:
+        return f"nvidia-smi lists {len(here)}: {', '.join(here)}"
+    return "nvidia-smi lists none" if shutil.which("nvidia-smi") else "nvidia-smi is not installed"
+
+
+def cuda_environment(ids: tuple[str, ...] | None) -> dict[str, str]:
+    """What tells CUDA (PyTorch, TensorFlow, JAX) which GPUs a script may use: the ids assigned to
+    its item, in nvidia-smi's order; none assigned is an empty list, so the script cannot take a
+    GPU another item holds. None (no assignment was made): nothing is set."""
+    if ids is None:
+        return {}
+    return {"CUDA_VISIBLE_DEVICES": ",".join(ids), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+
+
+class Lease:
+    """The GPUs one item holds; released by :meth:`close` (or by the kernel, if the process dies)."""
+
+    def __init__(self, held: dict[str, IO[str]] | None = None) -> None:
+        self._held = dict(held or {})
+        self.ids: tuple[str, ...] = tuple(self._held)
+
+    def close(self) -> None:
+        for handle in self._held.values():
+            try:
+                handle.truncate(0)  # no stale holder in the file once it is free
+            except OSError:
+                pass
+            handle.close()  # closing the file releases its lock
+        self._held.clear()
+
+    def __enter__(self) -> "Lease":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass(frozen=True)
+class GpuPool:
+    """The GPUs a session hands out, and the folder where its processes agree on who holds which.
+    ``ids`` None: every GPU ``nvidia-smi`` lists (``auto``)."""
+
+    folder: Path
+    ids: tuple[str, ...] | None = None
+    per_item: int = 1
+    poll: float = POLL
+
+    @classmethod
+    def in_results(cls, out_dir: Path, ids: tuple[str, ...] | None) -> "GpuPool":
+        """The pool of a session writing to ``out_dir``: its locks are per host, so sessions on other
+        machines that share the folder do not hold this machine's GPUs."""
+        return cls(out_dir / LOCK_DIR / socket.gethostname(), ids)
+
+    @property
+    def gpus(self) -> tuple[str, ...]:
+        return list_gpus() if self.ids is None else self.ids
+
+    def lease(self, label: str, *, required: bool, timeout: float | None = None,
+              on_wait: Callable[[str], None] | None = None) -> Lease:
+        """GPUs for the item ``label`` (its run id): ``per_item`` free ones, or none. An item that
+        does not require a GPU never waits: it gets free GPUs, or none at once. One that requires
+        a GPU waits its turn, up to ``timeout`` seconds (None: as long as it takes); ``on_wait``
+        hears once that it waits, in words for a progress display."""
+        gpus = self.gpus
+        if len(gpus) < self.per_item:
+            if required:
+                raise SandboxError(f"{label} needs a GPU, but this session has {len(gpus) or 'none'} to give "
+                                   f"(--mlab-gpus, {self.per_item} per item); --mlab-gpus=auto gives it every GPU "
+                                   "nvidia-smi lists")
+            return Lease()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with self._deciding():
+            if not _live_waiters(self.folder):
+                held = self._take(label, gpus)
+                if held is not None or not required:
+                    return Lease(held)
+            elif not required:  # waiting items come first
+                return Lease()
+            ticket = _join_queue(self.folder)
+        try:
+            if on_wait is not None:
+                on_wait(WAITING)
+            return self._wait(label, gpus, ticket, timeout)
+        finally:
+            with self._deciding():
+                _leave_queue(ticket)
+
+    def _wait(self, label: str, gpus: tuple[str, ...], ticket: IO[str], timeout: float | None) -> Lease:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            with self._deciding():
+                waiters = _live_waiters(self.folder)
+                if waiters and waiters[0] == Path(ticket.name).name:
+                    held = self._take(label, gpus)
+                    if held is not None:
+                        return Lease(held)
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                with self._deciding():
+                    why = _holders(self.folder, gpus)
+                raise SandboxError(f"{label} needs a GPU and got none in {timeout:g}s: {why}")
+            time.sleep(self.poll if remaining is None else min(self.poll, remaining))
+
+    @contextmanager
+    def _deciding(self) -> Iterator[None]:
+        """Only one process of the session decides at a time (held for milliseconds)."""
+        with open(self.folder / "pool.lock", "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            yield
+
+    def _take(self, label: str, gpus: tuple[str, ...]) -> dict[str, IO[str]] | None:
+        """``per_item`` free GPUs, locked and marked as ``label``'s; None (nothing kept) when fewer are free."""
+        held: dict[str, IO[str]] = {}
+        for gpu in gpus:
+            handle = open(self.folder / f"gpu-{gpu}.lock", "a+")
+            if not _try_lock(handle):
+                handle.close()
+                continue
+            handle.truncate(0)
+            handle.write(json.dumps({"run": label, "pid": os.getpid()}) + "\n")
+            handle.flush()
+            held[gpu] = handle
+            if len(held) == self.per_item:
+                return held
+        Lease(held).close()
+        return None
+
+
+def _try_lock(handle: IO[str]) -> bool:
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _join_queue(folder: Path) -> IO[str]:
+    """A waiter's place in line: a file named by when it came, locked for as long as it waits
+    (called while deciding, so nobody takes the new file for a dead waiter's)."""
+    queue = folder / "queue"
+    queue.mkdir(exist_ok=True)
+    handle = open(queue / f"{time.time_ns():020d}-{os.getpid()}", "w")
+    fcntl.flock(handle, fcntl.LOCK_EX)
+    return handle
+
+
+def _leave_queue(ticket: IO[str]) -> None:
+    try:
+        os.unlink(ticket.name)
+    except OSError:
+        pass
+    ticket.close()
+
+
+def _live_waiters(folder: Path) -> list[str]:
+    """The names of the waiters in line, oldest first; those whose process died are removed."""
+    try:
+        names = sorted(os.listdir(folder / "queue"))
+    except FileNotFoundError:
+        return []
+    alive = []
+    for name in names:
+        path = folder / "queue" / name
+        try:
+            handle = open(path)
+        except FileNotFoundError:
+            continue
+        with handle:
+            if _try_lock(handle):  # nobody holds it: its waiter is gone
+                os.unlink(path)
+            else:
+                alive.append(name)
+    return alive
+
+
+def _holders(folder: Path, gpus: tuple[str, ...]) -> str:
+    """Who holds the GPUs, as their lock files say, and how many wait: for an item that gave up."""
+    said = []
+    for gpu in gpus:
+        try:
+            holder = json.loads((folder / f"gpu-{gpu}.lock").read_text() or "{}")
+        except (OSError, ValueError):
+            continue
+        if holder:
+            said.append(f"GPU {gpu} held by {holder.get('run', '?')} (pid {holder.get('pid', '?')})")
+    waiting = len(_live_waiters(folder)) - 1  # not counting the item that gives up
+    return "; ".join([*said, f"{waiting} other item(s) waiting"]) + f" (lock files in {folder})"

@@ -1,0 +1,120 @@
+"""Measured baselines: the files ``pytest-mlab baseline --write`` records and task specs read.
+
+The paper's baseline is the mean score of the baseline agent's runs on the unchanged starter. The
+file keeps the raw scores and where they were measured; the mean and the tolerance written beside
+them are recomputed from the scores on every read, so a number edited by hand is an error rather
+than a silently trusted baseline.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from pytest_mlab.errors import SpecError
+
+#: The smallest tolerance: a deterministic starter still needs room for floating-point
+#: differences between machines and library versions.
+MIN_TOLERANCE = 0.01
+#: The tolerance is this many relative standard deviations of the measured scores, so a fresh
+#: run of the starter falls inside it with high probability.
+SPREAD_FACTOR = 3.0
+#: Significant digits of the mean as written.
+MEAN_DIGITS = 6
+HEADER = ("# Measured by `pytest-mlab baseline`: the baseline agent's scores on the unchanged starter.\n"
+          "# Do not edit by hand: the mean and tolerance are checked against the scores on every read.\n"
+          "# To measure again: pytest-mlab baseline {task} --data VARIANT --runs N --write\n")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One data variant's measured baseline."""
+
+    scores: tuple[float, ...]
+    sandbox: str = ""
+    measured: str = ""
+    commit: str = ""
+    machine: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.scores)
+
+    @property
+    def written_mean(self) -> float:
+        return float(f"{self.mean:.{MEAN_DIGITS}g}")
+
+    @property
+    def relative_spread(self) -> float:
+        """The scores' sample standard deviation over the mean's magnitude (0 for one run)."""
+        if len(self.scores) < 2 or self.mean == 0:
+            return 0.0
+        return statistics.stdev(self.scores) / abs(self.mean)
+
+    @property
+    def tolerance(self) -> float:
+        """At least MIN_TOLERANCE, else SPREAD_FACTOR spreads, rounded up to two significant digits."""
+        wanted = max(MIN_TOLERANCE, SPREAD_FACTOR * self.relative_spread)
+        digits = 1 - math.floor(math.log10(wanted))
+        return math.ceil(round(wanted * 10 ** digits, 9)) / 10 ** digits  # round: 0.12000000000000001 is 0.12
+
+    def as_data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"mean": self.written_mean, "tolerance": self.tolerance,
+                                "relative_spread": float(f"{self.relative_spread:.3g}"),
+                                "scores": [float(score) for score in self.scores]}
+        data.update({key: value for key, value in (("sandbox", self.sandbox), ("measured", self.measured),
+                                                   ("commit", self.commit)) if value})
+        if self.machine:
+            data["machine"] = dict(self.machine)
+        return data
+
+
+def read_baselines(path: Path, task: str, display: str) -> dict[str, Measurement]:
+    """The measurements of ``task`` in the baselines file ``path``, per variant; a SpecError naming the
+    file and line for anything unreadable, another task's file, or a number that does not follow
+    from the scores."""
+    from pytest_mlab.spec.schemas import validate
+    from pytest_mlab.spec.yaml_lines import load_yaml_with_lines
+
+    if not path.is_file():
+        raise SpecError(display, None, "", "no such baselines file; measure one with "
+                                           f"`pytest-mlab baseline {task} --data VARIANT --write`")
+    data, lines = load_yaml_with_lines(path, display)
+    if not isinstance(data, dict):
+        raise SpecError(display, lines.locate((), display)[1], "", "a baselines file must be a mapping of keys")
+    validate("Baselines", data, lines, display)
+    if data["task"] != task:
+        raise SpecError(display, lines.locate(("task",), display)[1], "task",
+                        f"this file holds the baselines of task '{data['task']}', not of '{task}'")
+    found = {}
+    for variant, entry in data["variants"].items():
+        measurement = Measurement(tuple(float(score) for score in entry["scores"]), entry.get("sandbox", ""),
+                                  entry.get("measured", ""), entry.get("commit", ""), entry.get("machine") or {})
+        for key, expected in (("mean", measurement.written_mean), ("tolerance", measurement.tolerance)):
+            if not math.isclose(float(entry[key]), expected, rel_tol=1e-9, abs_tol=1e-12):
+                raise SpecError(display, lines.locate(("variants", variant, key), display)[1],
+                                f"variants.{variant}.{key}",
+                                f"{entry[key]} does not follow from the recorded scores ({expected:g}); baselines are "
+                                f"measured, never edited: restore the file, or measure again with "
+                                f"`pytest-mlab baseline {task} --data {variant} --write`")
+        found[variant] = measurement
+    return found
+
+
+def write_baselines(path: Path, task: str, measurements: Mapping[str, Measurement]) -> None:
+    """Write (or rewrite) the file with ``measurements``, keeping the file's other variants."""
+    import yaml
+
+    existing: dict[str, Any] = {}
+    if path.is_file():
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        if isinstance(loaded, dict) and loaded.get("task") == task and isinstance(loaded.get("variants"), dict):
+            existing = dict(loaded["variants"])
+    existing.update({variant: measurement.as_data() for variant, measurement in measurements.items()})
+    body = yaml.safe_dump({"kind": "Baselines", "task": task, "variants": dict(sorted(existing.items()))},
+                          sort_keys=False, default_flow_style=None, width=100)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(HEADER.format(task=task) + body, encoding="utf-8")

@@ -1,0 +1,455 @@
+"""GPUs per item (--mlab-gpus), without real GPUs: a fake nvidia-smi lists them, and processes
+compete for them through the allocator's lock files as xdist workers do."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from pytest_mlab.errors import SandboxError, UsageError
+from pytest_mlab.sandbox import SandboxOptions, open_sandbox
+from pytest_mlab.sandbox import gpus as gpus_module
+from pytest_mlab.sandbox.gpus import GpuPool, cuda_environment, list_gpus, parse_gpus
+from pytest_mlab.sandbox.registry import sandbox_unavailable
+from tests.helpers import assert_no_traceback, output_of, read_results, run_specs
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def fake_nvidia_smi(folder: Path, monkeypatch: pytest.MonkeyPatch, *, listing: str = "0\n1\n2\n3\n",
+                    code: int = 0) -> None:
+    """``nvidia-smi`` on PATH that lists ``listing`` (indexes, one a line) and exits with ``code``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    program = folder / "nvidia-smi"
+    program.write_text(f"#!/bin/sh\nprintf '{listing}'\nexit {code}\n")
+    program.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ.get('PATH', '')}")
+    list_gpus.cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def fresh_listing():
+    """Each test sees its own nvidia-smi, and leaves the next test none of its answers."""
+    list_gpus.cache_clear()
+    yield
+    list_gpus.cache_clear()
+
+
+@pytest.fixture
+def four_gpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_nvidia_smi(tmp_path / "bin", monkeypatch)
+
+
+@pytest.fixture
+def no_nvidia_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+
+
+# ------------------------------------------------------------------ the option's values
+
+
+def test_auto_none_a_count_and_indexes(four_gpus) -> None:
+    assert parse_gpus("auto", "--mlab-gpus") is None and parse_gpus(None, "--mlab-gpus") is None
+    assert GpuPool(Path("unused")).gpus == ("0", "1", "2", "3")  # auto: what nvidia-smi lists
+    assert parse_gpus("none", "--mlab-gpus") == ()
+    assert parse_gpus("2", "--mlab-gpus") == ("0", "1")
+    assert parse_gpus("3,1", "--mlab-gpus") == ("3", "1")
+    assert parse_gpus(" 2, ", "--mlab-gpus") == ("2",)  # one GPU by index: a trailing comma
+
+
+@pytest.mark.parametrize("value, message", [
+    ("0", "--mlab-gpus=0: a count of GPUs must be at least 1; for no GPU write none, for GPU 0 alone write 0,"),
+    ("5", "--mlab-gpus=5: asks for 5 GPUs, but nvidia-smi lists 4: 0, 1, 2, 3"),
+    ("1,7", "--mlab-gpus=1,7: no GPU 7 on this machine (nvidia-smi lists 4: 0, 1, 2, 3)"),
+    ("1,1", "--mlab-gpus=1,1: GPU 1 is named twice"),
+    ("many", "--mlab-gpus=many: expected auto, none, a count such as 2, or GPU indexes such as 0,1"),
+    ("gpu0,gpu1", "--mlab-gpus=gpu0,gpu1: expected auto, none"),
+    (",", "--mlab-gpus=,: expected auto, none"),
+    ("-1", "--mlab-gpus=-1: expected auto, none"),
+])
+def test_bad_values_are_usage_errors_naming_the_option(four_gpus, value: str, message: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        parse_gpus(value, "--mlab-gpus")
+    assert message in str(caught.value)
+
+
+def test_without_nvidia_smi_auto_is_none_and_indexes_are_a_usage_error(no_nvidia_smi) -> None:
+    assert list_gpus() == () and GpuPool(Path("unused")).gpus == ()
+    with pytest.raises(UsageError, match=r"ini setting mlab_gpus=0,: no GPU 0 on this machine \(nvidia-smi is not "
+                                         r"installed\)"):
+        parse_gpus("0,", "ini setting mlab_gpus")
+
+
+def test_a_failing_nvidia_smi_lists_no_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_nvidia_smi(tmp_path / "bin", monkeypatch, listing="NVIDIA-SMI has failed\n", code=9)
+    assert list_gpus() == ()
+    with pytest.raises(UsageError, match="no GPU 0 on this machine \\(nvidia-smi lists none\\)"):
+        parse_gpus("0,", "--mlab-gpus")
+
+
+def test_what_cuda_is_told() -> None:
+    assert cuda_environment(None) == {}
+    assert cuda_environment(()) == {"CUDA_VISIBLE_DEVICES": "", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    assert cuda_environment(("1", "3"))["CUDA_VISIBLE_DEVICES"] == "1,3"
+
+
+# ------------------------------------------------------------------ the allocator, in one process
+
+
+def pool(folder: Path, ids: tuple[str, ...] = ("0", "1"), **kwargs) -> GpuPool:
+    return GpuPool(folder, ids, poll=0.05, **kwargs)
+
+
+def test_an_item_that_needs_no_gpu_takes_a_free_one_or_none_at_once(tmp_path: Path) -> None:
+    gpus = pool(tmp_path)
+    with gpus.lease("a", required=False) as first, gpus.lease("b", required=False) as second:
+        started = time.monotonic()
+        with gpus.lease("c", required=False) as third:
+            assert third.ids == ()
+        assert time.monotonic() - started < 0.5  # it never waits
+        assert (first.ids, second.ids) == (("0",), ("1",))
+        holder = json.loads((tmp_path / "gpu-1.lock").read_text())
+        assert holder == {"run": "b", "pid": os.getpid()}
+    assert (tmp_path / "gpu-1.lock").read_text() == ""  # released: no stale holder
+    with gpus.lease("d", required=True, timeout=0) as again:
+        assert again.ids == ("0",)
+
+
+def test_with_no_gpu_an_item_that_needs_one_fails_at_once_and_others_run_on_the_cpu(tmp_path: Path) -> None:
+    for empty in (pool(tmp_path, ()), pool(tmp_path, ("0",), per_item=2)):
+        assert empty.lease("cpu", required=False).ids == ()
+        with pytest.raises(SandboxError, match="gpu-task needs a GPU, but this session has"):
+            empty.lease("gpu-task", required=True)
+    assert not (tmp_path / "queue").exists()  # nothing was even written
+
+
+def test_several_gpus_per_item_all_or_nothing(tmp_path: Path) -> None:
+    gpus = pool(tmp_path, ("0", "1", "2"), per_item=2)
+    with gpus.lease("a", required=False) as pair:
+        assert pair.ids == ("0", "1")
+        assert gpus.lease("b", required=False).ids == ()  # one free is not enough, and none is kept
+        with pool(tmp_path, ("0", "1", "2")).lease("c", required=False) as single:
+            assert single.ids == ("2",)
+
+
+def test_a_required_item_waits_for_a_gpu_and_says_so(tmp_path: Path) -> None:
+    gpus = pool(tmp_path, ("0",))
+    holder = gpus.lease("holder", required=True)
+    said, got = [], []
+    waiter = threading.Thread(target=lambda: got.append(gpus.lease("waiter", required=True, timeout=20,
+                                                                      on_wait=said.append)))
+    waiter.start()
+    time.sleep(0.3)
+    assert got == [] and said == ["waiting for a GPU"]
+    holder.close()
+    waiter.join(10)
+    assert got[0].ids == ("0",)
+    got[0].close()
+
+
+def test_waiting_gives_up_after_its_timeout_naming_the_holder(tmp_path: Path) -> None:
+    gpus = pool(tmp_path, ("0",))
+    with gpus.lease("cifar10[mini-reference-s0]", required=True):
+        started = time.monotonic()
+        with pytest.raises(SandboxError) as caught:
+            gpus.lease("imdb[mini-reference-s0]", required=True, timeout=0.3)
+        assert 0.3 <= time.monotonic() - started < 3
+    message = str(caught.value)
+    assert message.startswith("imdb[mini-reference-s0] needs a GPU and got none in 0.3s: ")
+    assert f"GPU 0 held by cifar10[mini-reference-s0] (pid {os.getpid()}); 0 other item(s) waiting" in message
+    assert os.listdir(tmp_path / "queue") == []  # it left the line
+
+
+# ------------------------------------------------------------------ processes competing, as xdist workers do
+
+HOLDER = """
+import sys
+from pathlib import Path
+from pytest_mlab.sandbox.gpus import GpuPool
+
+folder, ids, label, required = sys.argv[1:5]
+pool = GpuPool(Path(folder), tuple(ids.split(",")), poll=0.05)
+lease = pool.lease(label, required=required == "required")
+print(",".join(lease.ids) or "none", flush=True)
+sys.stdin.read()  # holds it until the test closes stdin
+lease.close()
+"""
+
+
+class Worker:
+    """Another process leasing from the same pool: it prints what it got, and holds it until released."""
+
+    def __init__(self, folder: Path, ids: str, label: str, *, required: bool = True) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(folder), ids, label,
+                                      "required" if required else "optional"], cwd=REPO,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def got(self) -> str:
+        """What it leased (waits until it has something)."""
+        assert self.proc.stdout is not None
+        return self.proc.stdout.readline().strip()
+
+    def release(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        assert self.proc.wait(10) == 0
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def waiting(self, folder: Path) -> bool:
+        return len(os.listdir(folder / "queue")) > 0 if (folder / "queue").exists() else False
+
+
+@pytest.fixture
+def workers():
+    started: list[Worker] = []
+
+    def start(*args, **kwargs) -> Worker:
+        started.append(Worker(*args, **kwargs))
+        return started[-1]
+
+    yield start
+    for worker in started:
+        if worker.proc.poll() is None:
+            worker.kill()
+
+
+def wait_until(condition, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_two_processes_get_different_gpus(tmp_path: Path, workers) -> None:
+    other = workers(tmp_path, "0,1", "other")
+    assert other.got() == "0"
+    gpus = pool(tmp_path)
+    with gpus.lease("mine", required=True, timeout=0) as mine:
+        assert mine.ids == ("1",)
+        assert workers(tmp_path, "0,1", "third", required=False).got() == "none"
+    other.release()
+    with gpus.lease("again", required=True, timeout=0) as again:
+        assert again.ids == ("0",)
+
+
+def test_a_killed_holder_frees_its_gpu(tmp_path: Path, workers) -> None:
+    holder = workers(tmp_path, "0", "holder")
+    assert holder.got() == "0"
+    with pytest.raises(SandboxError, match="GPU 0 held by holder"):
+        pool(tmp_path, ("0",)).lease("mine", required=True, timeout=0)
+    holder.kill()
+    with pool(tmp_path, ("0",)).lease("mine", required=True, timeout=5) as mine:
+        assert mine.ids == ("0",)
+
+
+def test_the_oldest_waiter_goes_first(tmp_path: Path, workers) -> None:
+    """A process that frees its GPU and asks again at once (an xdist worker starting its next
+    item) gets in line behind the item that was waiting, and so does an item needing no GPU."""
+    gpus = pool(tmp_path, ("0",))
+    mine = gpus.lease("first", required=True)
+    waiter = workers(tmp_path, "0", "waiter")
+    wait_until(lambda: waiter.waiting(tmp_path))
+    mine.close()
+    assert gpus.lease("optional", required=False).ids == ()
+    with pytest.raises(SandboxError, match="got none in 1s: GPU 0 held by waiter"):
+        gpus.lease("next", required=True, timeout=1)
+    assert waiter.got() == "0"
+    waiter.release()
+
+
+def test_a_killed_waiter_does_not_hold_up_the_line(tmp_path: Path, workers) -> None:
+    gpus = pool(tmp_path, ("0",))
+    mine = gpus.lease("first", required=True)
+    waiter = workers(tmp_path, "0", "waiter")
+    wait_until(lambda: waiter.waiting(tmp_path))
+    waiter.kill()
+    mine.close()
+    with gpus.lease("next", required=True, timeout=0) as again:
+        assert again.ids == ("0",)
+    assert os.listdir(tmp_path / "queue") == []  # its place in line was removed
+
+
+def test_a_waiting_run_says_so_in_its_status(tmp_path: Path) -> None:
+    from pytest_mlab.runner import _lease_gpus
+    from pytest_mlab.trace.progress import SETTING_UP, RunStatus, read_statuses
+
+    needs_gpu = SimpleNamespace(gpu=True)
+    plan = SimpleNamespace(run_id="t[mini-a-s0]", variant="mini",
+                           task=SimpleNamespace(requires=SimpleNamespace(gpu=False),
+                                                data={"mini": SimpleNamespace(requires=needs_gpu)}))
+    gpus = pool(tmp_path / "locks", ("0",))
+    holder = gpus.lease("holder", required=True)
+    got = []
+    with RunStatus.start(tmp_path, "t", nodeid="n", run_id=plan.run_id, session="s", max_steps=3) as status:
+        def run() -> None:
+            with _lease_gpus(plan, gpus, status) as ids:
+                got.append(ids)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        wait_until(lambda: [s.phase for s in read_statuses(tmp_path, "s")] == ["waiting for a GPU"])
+        holder.close()
+        thread.join(10)
+        assert got == [("0",)]
+        assert [s.phase for s in read_statuses(tmp_path, "s")] == [SETTING_UP]
+
+
+# ------------------------------------------------------------------ every sandbox honours the assignment
+
+SHOW_ENV = "import os; print(repr(os.environ.get('CUDA_VISIBLE_DEVICES')), os.environ.get('CUDA_DEVICE_ORDER'))"
+
+
+def run_python(box, code: str):
+    box.write("probe.py", textwrap.dedent(code).encode())
+    result = box.exec([box.python, "probe.py"], timeout=60, output_limit=100_000,
+                      env={"CUDA_VISIBLE_DEVICES": "0"})  # a caller cannot widen the item's GPUs
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_with_no_gpu_assigned_no_backend_lets_code_see_one(kind: str) -> None:
+    with open_sandbox(kind, options=SandboxOptions(gpus=(), gpu=True, label="no-gpu")) as box:
+        assert run_python(box, SHOW_ENV) == "'' PCI_BUS_ID\n"
+
+
+@pytest.mark.parametrize("kind", ["local", "bwrap"])
+def test_local_and_bwrap_show_code_its_own_gpus(kind: str) -> None:
+    reason = sandbox_unavailable(kind)
+    if reason:
+        pytest.skip(reason)
+    with open_sandbox(kind, options=SandboxOptions(gpus=("1", "3"), label="two-gpus")) as box:
+        assert run_python(box, SHOW_ENV) == "'1,3' PCI_BUS_ID\n"
+
+
+def test_without_an_assignment_local_leaves_cuda_alone() -> None:
+    with open_sandbox("local", options=SandboxOptions()) as box:
+        assert run_python(box, SHOW_ENV) == "'0' None\n"
+
+
+def test_the_choice_of_gpu_devices() -> None:
+    assert SandboxOptions(gpus=("0",)).passes_gpus
+    assert not SandboxOptions(gpus=(), gpu=True).passes_gpus  # a task needing a GPU that got none sees none
+    assert SandboxOptions(gpu=True).passes_gpus and not SandboxOptions().passes_gpus  # no assignment: as the task says
+
+
+@pytest.mark.skipif(sandbox_unavailable("bwrap") is not None, reason="bwrap cannot run here")
+def test_bwrap_binds_the_gpu_device_nodes_only_when_the_item_holds_a_gpu(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_mlab.sandbox import bwrap
+
+    device = tmp_path / "nvidia0"  # stands for /dev/nvidia0
+    device.write_text("")
+    monkeypatch.setattr(bwrap, "_gpu_devices", lambda: [str(device)])
+    seen = {}
+    for name, options in {"held": SandboxOptions(gpus=("0",)), "none": SandboxOptions(gpus=(), gpu=True)}.items():
+        with open_sandbox("bwrap", options=options) as box:
+            seen[name] = run_python(box, f"import os; print(os.path.exists({str(device)!r}))").strip()
+    assert seen == {"held": "True", "none": "False"}
+
+
+# ------------------------------------------------------------------ docker's device request
+
+
+class FakeDaemon:
+    def __init__(self, runtimes: dict) -> None:
+        self.runtimes = runtimes
+
+    def info(self) -> dict:
+        return {"Runtimes": self.runtimes}
+
+
+def test_docker_requests_the_assigned_gpus_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("docker")
+    from pytest_mlab.sandbox import docker
+
+    monkeypatch.setattr(docker, "_has_gpu", lambda client: True)
+    daemon = FakeDaemon({"nvidia": {}})
+    (request,) = docker.device_requests(daemon, SandboxOptions(gpus=("1", "3")))
+    assert (request["DeviceIDs"], request["Capabilities"], request["Count"]) == (["1", "3"], [["gpu"]], 0)
+    assert docker.device_requests(daemon, SandboxOptions(gpus=(), gpu=True)) == []
+    (every,) = docker.device_requests(daemon, SandboxOptions(gpu=True))  # no assignment: as before, every GPU
+    assert every["Count"] == -1
+
+
+def test_docker_without_gpu_support_fails_a_task_that_needs_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("docker")
+    from pytest_mlab.sandbox import docker
+
+    monkeypatch.setattr(docker, "_has_gpu", lambda client: False)
+    daemon = FakeDaemon({"runc": {}})
+    assert docker.device_requests(daemon, SandboxOptions(gpus=("0",))) == []  # runs on the CPU
+    with pytest.raises(SandboxError, match="t\\[mini\\] needs a GPU, but docker here cannot pass one into a "
+                                           "container .*install the NVIDIA Container Toolkit"):
+        docker.device_requests(daemon, SandboxOptions(gpus=("0",), gpu=True, label="t[mini]"))
+
+
+@pytest.mark.skipif(sandbox_unavailable("docker") is not None, reason="docker cannot run here")
+def test_the_daemon_gets_the_device_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No GPU here, so the daemon refuses a container asking for GPU 0: proof the request reached it."""
+    from pytest_mlab.sandbox import docker
+
+    monkeypatch.setattr(docker, "_has_gpu", lambda client: True)
+    with open_sandbox("docker", options=SandboxOptions(gpus=("0",), label="gpu-request")) as box:
+        with pytest.raises(SandboxError, match="cannot start a docker container .*(gpu|device)"):
+            box.exec(["true"], timeout=30, output_limit=1000)
+
+
+# ------------------------------------------------------------------ the option, in real sessions
+
+
+@pytest.mark.parametrize("args, ini, message", [
+    (("--mlab-gpus=2,9",), "", "--mlab-gpus=2,9: no GPU 9 on this machine (nvidia-smi lists 4: 0, 1, 2, 3)"),
+    (("--mlab-gpus=0",), "", "--mlab-gpus=0: a count of GPUs must be at least 1"),
+    ((), "[pytest]\nmlab_gpus = lots\n", "ini setting mlab_gpus=lots: expected auto, none, a count"),
+])
+def test_bad_values_stop_the_session_before_anything_runs(pytester, toy_project, mlab_cache, four_gpus,
+                                                          args, ini: str, message: str) -> None:
+    (toy_project / "pytest.ini").write_text(ini)
+    result = run_specs(pytester, "--collect-only", *args, cache_dir=mlab_cache)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, output_of(result)
+    assert message in output_of(result)
+    assert_no_traceback(output_of(result))
+
+
+def test_a_run_holds_its_gpu_its_code_sees_it_and_the_results_say_which(pytester, toy_project, mlab_cache,
+                                                                        four_gpus) -> None:
+    script = toy_project / "task_assets" / "toy" / "reference" / "train.py"
+    script.write_text("import os\nprint('cuda:', repr(os.environ.get('CUDA_VISIBLE_DEVICES')))\n" + script.read_text())
+    result = run_specs(pytester, "--agent=reference", "--sandbox=local", "--mlab-gpus=2,", cache_dir=mlab_cache)
+    result.assert_outcomes(passed=1)
+    (run,) = read_results(toy_project)["runs"]
+    assert run["gpus"] == ["2"]
+    records = [json.loads(line) for line in Path(run["trace"]).read_text().splitlines()]
+    assert records[0]["type"] == "run" and records[0]["gpus"] == ["2"]
+    assert "cuda: '2'" in Path(run["trace"]).read_text()
+    locks = toy_project / "mlab-results" / gpus_module.LOCK_DIR
+    (lock,) = locks.glob("*/gpu-2.lock")
+    assert lock.read_text() == ""  # released once graded
+
+    result = run_specs(pytester, "--agent=reference", "--sandbox=local", "--mlab-gpus=none", cache_dir=mlab_cache)
+    result.assert_outcomes(passed=1)
+    (run,) = read_results(toy_project)["runs"]
+    assert run["gpus"] == [] and "cuda: ''" in Path(run["trace"]).read_text()
+
+
+def test_xdist_workers_share_the_machines_gpus(pytester, toy_project, mlab_cache, four_gpus) -> None:
+    result = run_specs(pytester, "-n", "2", "--seeds=2", "--agent=reference", "--sandbox=local", cache_dir=mlab_cache)
+    result.assert_outcomes(passed=2)
+    runs = read_results(toy_project)["runs"]
+    assert [len(run["gpus"]) for run in runs] == [1, 1]  # auto: each held one of the four nvidia-smi lists
+    assert {gpu for run in runs for gpu in run["gpus"]} <= {"0", "1", "2", "3"}
