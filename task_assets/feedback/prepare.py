@@ -57,9 +57,9 @@ def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathl
 
 def split(essays: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(train, test)`` as the original benchmark cuts them, so that full scores compare with the original's."""
-    shuffled = essays.sample(frac=1, random_state=SHUFFLE_STATE).reset_index(drop=True)
-    cut = int(len(shuffled) * TRAIN_FRACTION)
-    return shuffled.iloc[:cut], shuffled.iloc[cut:]
+    from pytest_mlab.data.split import shuffle_split
+
+    return shuffle_split(essays, TRAIN_FRACTION, SHUFFLE_STATE)
 
 
 def write(essays: pd.DataFrame, public: pathlib.Path, hidden: pathlib.Path) -> None:

@@ -4,6 +4,7 @@ home-data-for-ml-course: the Ames, Iowa house sales).
 public/train.csv              Id, 79 house features, SalePrice
 public/test.csv               Id, 79 house features
 public/sample_submission.csv  Id, SalePrice (a constant guess, to show the format)
+public/data_description.txt   what every column and level code means
 hidden/answers.csv            Id, SalePrice of the test houses
 
 ``mini`` generates 1460 houses with the competition's columns, category levels, value ranges
@@ -11,19 +12,26 @@ and missing-value patterns (written as ``NA``, as in the real files), and a sale
 depends on quality, size, age, neighbourhood, garage and lot in roughly the real way.
 ``full`` downloads the competition's train.csv (the Kaggle test set has no public prices). Both
 hold out the last 20% of the rows, in file order, as the original benchmark does: the first
-``int(0.8 * n)`` houses are kept for training.
+``int(0.8 * n)`` houses are kept for training. ``full`` gives the agent the competition's own
+data_description.txt, as the original does; ``mini`` a shorter one of ours
+(mini_data_description.txt), whose abridged level lists match the generated data.
 """
 
 from __future__ import annotations
 
 import pathlib
+import shutil
 
 import numpy as np
 import pandas as pd
 
+from pytest_mlab.errors import DataError
+
 COMPETITION = "home-data-for-ml-course"
 TRAIN_FRACTION = 0.8  # the original keeps the first int(0.8 * n) rows
 N_HOUSES = 1460
+DESCRIPTION = "data_description.txt"
+MINI_DESCRIPTION = pathlib.Path(__file__).with_name("mini_data_description.txt")
 
 NEIGHBORHOODS = {  # name: (share of houses, price effect in log units)
     "NAmes": (225, -0.05), "CollgCr": (150, 0.08), "OldTown": (113, -0.2), "Edwards": (100, -0.2),
@@ -39,6 +47,7 @@ QUALITY = ["Po", "Fa", "TA", "Gd", "Ex"]
 
 def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
     write(generate(np.random.default_rng(seed), N_HOUSES), pathlib.Path(public), pathlib.Path(hidden))
+    shutil.copy(MINI_DESCRIPTION, pathlib.Path(public) / DESCRIPTION)
 
 
 def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathlib.Path) -> None:
@@ -46,8 +55,12 @@ def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathl
     from pytest_mlab.data import kaggle_competition
 
     folder = kaggle_competition(COMPETITION, downloads)
+    if not (folder / DESCRIPTION).is_file():
+        raise DataError(f"the {COMPETITION} download in {folder} has no {DESCRIPTION}; "
+                        f"delete that folder to download the competition's files again")
     houses = pd.read_csv(folder / "train.csv", keep_default_na=False, na_values=["NA"])
     write(houses, pathlib.Path(public), pathlib.Path(hidden))
+    shutil.copy(folder / DESCRIPTION, pathlib.Path(public) / DESCRIPTION)
 
 
 def write(houses: pd.DataFrame, public: pathlib.Path, hidden: pathlib.Path) -> None:

@@ -1,16 +1,21 @@
 """Data for the imdb task: movie reviews labelled positive (1) or negative (0), and DistilBERT.
 
 public/imdb/train.parquet               text (string), label (int64: 0 negative, 1 positive)
-public/imdb/test.parquet                idx (int64), text (string); labels are hidden
+public/imdb/test.parquet                text, label (-1: the labels are hidden)
+public/imdb/unsupervised.parquet        text, label (-1: unlabelled reviews)
 public/distilbert-base-uncased/         config.json, model.safetensors, tokenizer files
                                         (``from_pretrained`` loads the folder)
-hidden/answers.csv                      idx, label
+hidden/answers.csv                      idx (a test review's position in test.parquet), label
 
-``full`` takes the HF dataset ``imdb`` (25,000 train and 25,000 test reviews) and the real
-``distilbert-base-uncased`` weights. ``mini`` writes the same layout offline: generated reviews
-whose sentiment comes from a few opinion words among neutral ones, a tiny randomly initialised
-DistilBERT (same architecture, small dimensions) and a WordPiece vocabulary built from the reviews.
-The parquet files and the model folder are the same bytes for the same seed.
+The three files have the splits, columns and column types of the HF dataset ``imdb``, so
+``datasets.load_dataset("parquet", data_files=...)`` gives the DatasetDict that code written for
+``load_dataset("imdb")`` expects (every split must share one schema for that, hence the -1s).
+``full`` takes the HF dataset itself (25,000 train, 25,000 test and 50,000 unsupervised reviews)
+and the real ``distilbert-base-uncased`` weights. ``mini`` writes the same layout offline:
+generated reviews whose sentiment comes from a few opinion words among neutral ones (twice as
+many unlabelled ones as training ones, as in the real dataset), a tiny randomly initialised
+DistilBERT (same architecture, small dimensions) and a WordPiece vocabulary built from the
+training reviews. The parquet files and the model folder are the same bytes for the same seed.
 """
 
 from __future__ import annotations
@@ -22,8 +27,9 @@ import pandas as pd
 
 MODEL_DIR = "distilbert-base-uncased"
 DATA_DIR = "imdb"
+HIDDEN_LABEL = -1  # the HF dataset's label for reviews without one
 
-MINI_TRAIN, MINI_TEST = 1200, 400
+MINI_TRAIN, MINI_TEST, MINI_UNSUPERVISED = 1200, 400, 2400
 POSITIVE = ["great", "wonderful", "brilliant", "moving", "superb", "charming", "delightful", "gripping",
             "masterful", "touching", "hilarious", "stunning", "beautiful", "excellent", "enjoyable"]
 NEGATIVE = ["awful", "boring", "dull", "terrible", "clumsy", "tedious", "bland", "poor", "horrible",
@@ -54,16 +60,19 @@ def _reviews(rng: np.random.Generator, count: int) -> pd.DataFrame:
     return pd.DataFrame({"text": [_review(rng, int(label)) for label in labels], "label": labels})
 
 
-def _write_split(public: pathlib.Path, hidden: pathlib.Path, train: pd.DataFrame, test: pd.DataFrame) -> None:
-    """Write train (text, label), test (idx, text) and the hidden test labels."""
+def _write_splits(public: pathlib.Path, hidden: pathlib.Path, splits: dict[str, pd.DataFrame]) -> None:
+    """Write each split as text and label, the test labels replaced by -1 and kept in the hidden answers."""
     data = public / DATA_DIR
     data.mkdir(parents=True, exist_ok=True)
-    train = train[["text", "label"]].reset_index(drop=True).astype({"label": "int64"})
-    test = test.reset_index(drop=True)
-    test.insert(0, "idx", np.arange(len(test), dtype=np.int64))
-    train.to_parquet(data / "train.parquet", index=False)
-    test[["idx", "text"]].to_parquet(data / "test.parquet", index=False)
-    test[["idx", "label"]].astype({"label": "int64"}).to_csv(hidden / "answers.csv", index=False)
+    frames = {name: frame[["text", "label"]].reset_index(drop=True).astype({"label": "int64"})
+              for name, frame in splits.items()}
+    test = frames["test"]
+    pd.DataFrame({"idx": np.arange(len(test), dtype=np.int64), "label": test["label"]}).to_csv(
+        hidden / "answers.csv", index=False)
+    frames["test"] = test.assign(label=np.int64(HIDDEN_LABEL))
+    frames["unsupervised"] = frames["unsupervised"].assign(label=np.int64(HIDDEN_LABEL))
+    for name, frame in frames.items():
+        frame.to_parquet(data / f"{name}.parquet", index=False)
 
 
 def _tiny_distilbert(texts: list[str], folder: pathlib.Path, seed: int) -> None:
@@ -103,18 +112,19 @@ def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
     public, hidden = pathlib.Path(public), pathlib.Path(hidden)
     rng = np.random.default_rng(seed)
     train, test = _reviews(rng, MINI_TRAIN), _reviews(rng, MINI_TEST)
-    _write_split(public, hidden, train, test)
+    unsupervised = _reviews(rng, MINI_UNSUPERVISED)  # drawn last: train and test stay as they were
+    _write_splits(public, hidden, {"train": train, "test": test, "unsupervised": unsupervised})
     _tiny_distilbert(train["text"].tolist(), public / MODEL_DIR, seed)
 
 
 def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathlib.Path) -> None:
-    """The HF dataset ``imdb`` (its own train/test split) and the real distilbert-base-uncased."""
+    """The HF dataset ``imdb`` (its own three splits) and the real distilbert-base-uncased."""
     from pytest_mlab.data.hf import hf_dataset, hf_snapshot
 
     public, hidden = pathlib.Path(public), pathlib.Path(hidden)
     dataset = hf_dataset("imdb", pathlib.Path(downloads))
-    train, test = (dataset[split].to_pandas() for split in ("train", "test"))
-    # The test split is sorted by label; shuffle it so that idx says nothing about the answer.
-    test = test.iloc[np.random.default_rng(seed).permutation(len(test))]
-    _write_split(public, hidden, train, test)
+    splits = {name: dataset[name].to_pandas() for name in ("train", "test", "unsupervised")}
+    # The test split is sorted by label; shuffle it so that a review's position says nothing about its label.
+    splits["test"] = splits["test"].iloc[np.random.default_rng(seed).permutation(len(splits["test"]))]
+    _write_splits(public, hidden, splits)
     hf_snapshot("distilbert-base-uncased", public / MODEL_DIR)

@@ -21,11 +21,14 @@ AGENTS = ("baseline", "reference")
 SKIPPED = re.compile(r"^SKIPPED \[\d+\] specs/tasks/(?P<file>[\w.-]+)\.yaml: (?P<reason>.+)$")
 
 
+def tasks() -> list:
+    project = Project(REPO, REPO / "specs/actions", REPO / "agents", REPO / "specs/tasks")
+    return [project.task_from_file(path) for path in sorted((REPO / "specs/tasks").glob("*.yaml"))]
+
+
 def catalogue(cache: Path) -> dict[str, str | None]:
     """Task name -> why it cannot run here (None: it must run), from the specs themselves."""
-    project = Project(REPO, REPO / "specs/actions", REPO / "agents", REPO / "specs/tasks")
-    tasks = [project.task_from_file(path) for path in sorted((REPO / "specs/tasks").glob("*.yaml"))]
-    return {task.name: unmet_requirement(task, "mini", cache) for task in tasks}
+    return {task.name: unmet_requirement(task, "mini", cache) for task in tasks()}
 
 
 @pytest.mark.slow
@@ -49,9 +52,14 @@ def test_main_job_runs_every_task_with_both_default_agents(pytester: pytest.Pyte
     assert results["settings"]["variant"] == "mini"
     runs = {(run["task"], run["agent"]): run for run in results["runs"]}
     assert {(task, agent) for task in runnable for agent in AGENTS} <= set(runs)
+    skeletons = {task.name for task in tasks() if "mini" in task.baseline_pinned}
+    assert {"imdb", "house-price", "spaceship-titanic"} <= skeletons  # the paper pins their baselines
     for task in runnable:
         baseline, reference = runs[(task, "baseline")], runs[(task, "reference")]
-        assert baseline["valid"] and baseline["passed"] and baseline["expect"] == "baseline", baseline["message"]
+        assert baseline["passed"] and baseline["expect"] == "baseline", baseline["message"]
+        # a skeleton starter writes no submission: its item checks it does not already succeed
+        assert baseline["valid"] or task in skeletons, baseline["message"]
+        assert not baseline["success"], baseline["message"]
         assert reference["success"] and reference["improvement"] > 0.10 and reference["passed"], reference["message"]
         assert reference["end_reason"] == "final answer" and reference["failure"] is None
         trace = read_trace(Path(reference["trace"]))

@@ -1,6 +1,11 @@
-"""feedback: mini data in the competition's format, the MCRMSE grader on bad submissions, the full recipe."""
+"""feedback: mini data in the competition's format, the MCRMSE grader on bad submissions, the full recipe,
+and the starter's random placeholder."""
 
 from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -8,7 +13,7 @@ import pytest
 
 from pytest_mlab.errors import InvalidSubmission
 from tests.data.fakes import fake_kaggle
-from tests.tasks.kaggle_support import digests, grade, make_mini, module
+from tests.tasks.kaggle_support import ASSETS, digests, grade, make_mini, module
 
 TASK = "feedback"
 SCORES = ["cohesion", "syntax", "vocabulary", "phraseology", "grammar", "conventions"]
@@ -87,3 +92,25 @@ def test_mini_uses_the_same_split_rule(data):
     shuffled = essays.sample(frac=1, random_state=42)
     assert (len(train), len(test)) == (1568, 32)
     assert list(train.text_id) + list(test.text_id) == list(shuffled.text_id)
+
+
+def test_starter_predicts_uniform_random_scores_as_the_original(data, tmp_path):
+    """train_model returns no model and predict draws from [0, 1) after seeding with 42: a valid
+    submission, with the same numbers on every run."""
+    public, hidden = data
+    submissions = []
+    for name in ("a", "b"):
+        workspace = tmp_path / name
+        shutil.copytree(ASSETS / TASK / "env", workspace)
+        shutil.copytree(public, workspace, dirs_exist_ok=True)
+        completed = subprocess.run([sys.executable, "train.py"], cwd=workspace, capture_output=True, text=True,
+                                   timeout=300, stdin=subprocess.DEVNULL)
+        assert completed.returncode == 0, completed.stderr
+        assert "rmse_cohesion" in completed.stdout and "Validation MCRMSE:" in completed.stdout
+        submissions.append((workspace / "submission.csv").read_text())
+    assert submissions[0] == submissions[1]
+    submission = pd.read_csv(tmp_path / "a" / "submission.csv", dtype={"text_id": str})
+    assert list(submission.columns) == ["text_id"] + SCORES
+    assert list(submission.text_id) == list(pd.read_csv(public / "test.csv", dtype={"text_id": str}).text_id)
+    assert ((submission[SCORES] >= 0) & (submission[SCORES] < 1)).all().all()
+    assert module(TASK, "grader").score(tmp_path / "a", hidden) > 2.0

@@ -1,6 +1,12 @@
-"""house-price: mini data in the competition's format, the grader on bad submissions, the full recipe."""
+"""house-price: mini data in the competition's format, the grader on bad submissions, the full recipe,
+and the skeleton starter."""
 
 from __future__ import annotations
+
+import pathlib
+import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -8,7 +14,7 @@ import pytest
 
 from pytest_mlab.errors import DataError, InvalidSubmission
 from tests.data.fakes import fake_kaggle
-from tests.tasks.kaggle_support import digests, grade, make_mini
+from tests.tasks.kaggle_support import ASSETS, digests, grade, make_mini, module
 
 TASK = "house-price"
 COLUMNS = ["Id", "MSSubClass", "MSZoning", "LotFrontage", "LotArea", "Street", "Alley", "LotShape", "LandContour",
@@ -31,7 +37,8 @@ def data(tmp_path_factory):
 
 def test_mini_has_the_competition_layout_and_is_deterministic(data, tmp_path):
     public, hidden = data
-    assert sorted(digests(public)) == ["sample_submission.csv", "test.csv", "train.csv"]
+    assert sorted(digests(public)) == ["data_description.txt", "sample_submission.csv", "test.csv", "train.csv"]
+    assert (public / "data_description.txt").read_text() == (ASSETS / TASK / "mini_data_description.txt").read_text()
     train, test = pd.read_csv(public / "train.csv"), pd.read_csv(public / "test.csv")
     assert list(train.columns) == COLUMNS and list(test.columns) == COLUMNS[:-1]
     assert len(train) + len(test) == 1460 and set(train.Id).isdisjoint(test.Id)
@@ -94,8 +101,6 @@ def competition(data, tmp_path):
 
 
 def test_full_recipe_holds_out_the_last_fifth_of_the_rows_in_file_order(monkeypatch, tmp_path, competition):
-    from tests.tasks.kaggle_support import module
-
     log = fake_kaggle(monkeypatch, {"home-data-for-ml-course": competition})
     recipe = module(TASK, "prepare")
     for name in ("a", "b"):
@@ -110,13 +115,74 @@ def test_full_recipe_holds_out_the_last_fifth_of_the_rows_in_file_order(monkeypa
     rows = pd.read_csv(competition / "train.csv", keep_default_na=False, na_values=["NA"])
     assert list(train.Id) == list(rows.Id[:1168]) and list(answers.Id) == list(rows.Id[1168:])
     assert list(answers.SalePrice) == list(rows.SalePrice[1168:])
+    assert (tmp_path / "a/public/data_description.txt").read_text() == "MSSubClass: ...\n"  # the competition's own
+
+
+def test_full_recipe_without_the_competitions_description_says_so(monkeypatch, tmp_path, competition):
+    (competition / "data_description.txt").unlink()
+    fake_kaggle(monkeypatch, {"home-data-for-ml-course": competition})
+    (tmp_path / "public").mkdir()
+    (tmp_path / "hidden").mkdir()
+    with pytest.raises(DataError, match="has no data_description.txt"):
+        module(TASK, "prepare").full(tmp_path / "public", tmp_path / "hidden", 0, tmp_path / "downloads")
 
 
 def test_full_recipe_without_accepted_rules_says_where_to_accept_them(monkeypatch, tmp_path, competition):
-    from tests.tasks.kaggle_support import module
-
     fake_kaggle(monkeypatch, {"home-data-for-ml-course": competition}, status=403)
     (tmp_path / "public").mkdir()
     (tmp_path / "hidden").mkdir()
     with pytest.raises(DataError, match="kaggle.com/competitions/home-data-for-ml-course/rules"):
         module(TASK, "prepare").full(tmp_path / "public", tmp_path / "hidden", 0, tmp_path / "downloads")
+
+
+# --------------------------------------------------------------------------- the skeleton starter
+
+
+def run_starter(task: str, public: pathlib.Path, workspace: pathlib.Path,
+                block: str = "") -> subprocess.CompletedProcess:
+    """Run the task's env/train.py in a fresh workspace, with ``block`` written into the block it
+    leaves to fill in (just above the banner that closes it)."""
+    shutil.copytree(ASSETS / task / "env", workspace)
+    shutil.copytree(public, workspace, dirs_exist_ok=True)
+    lines = (workspace / "train.py").read_text().splitlines(keepends=True)
+    end = next(i for i, line in enumerate(lines) if "End of the block to fill in" in line) - 1
+    (workspace / "train.py").write_text("".join(lines[:end]) + block + "".join(lines[end:]))
+    return subprocess.run([sys.executable, "train.py"], cwd=workspace, capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+
+
+def assert_stops_at_the_missing(task: str, public: pathlib.Path, workspace: pathlib.Path, variable: str) -> None:
+    """The unchanged skeleton fails where it first needs what the block to fill in must define."""
+    completed = run_starter(task, public, workspace)
+    assert completed.returncode != 0 and f"NameError: name '{variable}' is not defined" in completed.stderr
+    assert not (workspace / "submission.csv").exists()
+
+
+def filled_in_score(task: str, data: tuple[pathlib.Path, pathlib.Path], workspace: pathlib.Path, block: str,
+                    printed: tuple[str, ...]) -> float:
+    """Run the skeleton with ``block`` filled in; it must print ``printed`` and write a valid submission."""
+    completed = run_starter(task, data[0], workspace, block)
+    assert completed.returncode == 0, completed.stderr
+    assert all(text in completed.stdout for text in printed), completed.stdout
+    return module(task, "grader").score(workspace, data[1])
+
+
+def test_the_agent_sees_the_originals_files():
+    """train.py from env/; data_description.txt comes with the data (the competition's own on full)."""
+    shipped = sorted(path.name for path in (ASSETS / TASK / "env").iterdir() if path.name != "__pycache__")
+    assert shipped == ["train.py"]
+
+
+def test_starter_is_a_skeleton_that_stops_before_the_submission(data, tmp_path):
+    """As the original: no model, so the first print of train_mae fails and nothing is written."""
+    assert_stops_at_the_missing(TASK, data[0], tmp_path / "ws", "train_mae")
+
+
+def test_starter_filled_in_writes_a_valid_submission(data, tmp_path):
+    """The original's split (25% validation, random_state=1) and 25 features, with a model added."""
+    block = ("model = RandomForestRegressor(n_estimators=20, random_state=1).fit(train_X, train_y)\n"
+             "train_mae = mean_absolute_error(train_y, model.predict(train_X))\n"
+             "valid_mae = mean_absolute_error(valid_y, model.predict(valid_X))\n"
+             "assert len(valid_X) == 292 and len(train_X) == 876 and X.shape[1] == 25\n")
+    assert 0 < filled_in_score(TASK, data, tmp_path / "ws", block, ("Train MAE: ", "Validation MAE: ")) < 40_000
+

@@ -1,6 +1,7 @@
-"""identify-contrails task assets: the competition's record layout, the run-length encoding, the
-per-record mean Dice on cases worked out by hand, the grader on bad submissions, and the full
-recipe against a fake Kaggle.
+"""identify-contrails task assets: the competition's record layout and shapes, the run-length
+encoding (the workspace's encode.py, the answers and the grader agree), the per-record mean Dice
+on cases worked out by hand (the grader and the starter's printed Dice), the grader on bad
+submissions, and the full recipe against a fake Kaggle.
 
 The starter and reference runs are checked once, by the main job (tests/integration/test_main_job.py).
 """
@@ -8,7 +9,10 @@ The starter and reference runs are checked once, by the main job (tests/integrat
 from __future__ import annotations
 
 import json
+import pathlib
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -17,15 +21,31 @@ import pytest
 from pytest_mlab.errors import DataError
 from pytest_mlab.grading import InvalidSubmission
 from tests.data.fakes import fake_kaggle
-from tests.tasks.test_smoke_tasks import grade as grade_task, load_function, prepare, tree_digest
+from tests.tasks.test_smoke_tasks import ASSETS, SEED, grade as grade_task, load_function, prepare, tree_digest
 
 TASK = "identify-contrails"
 BANDS = [f"band_{b:02d}.npy" for b in range(8, 17)]
+SIDE = 256  # the competition's records are 256 x 256 pixels, on mini as on full
+SMALL = {"train": 6, "validation": 3}  # record counts for the tests that need only a few
 
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     return prepare(TASK, tmp_path_factory.mktemp("contrails"))
+
+
+def prepare_small(root: pathlib.Path, seed: int = SEED) -> tuple[pathlib.Path, pathlib.Path]:
+    """prepare.mini with fewer records: the same scenes, faster to make."""
+    mini = load_function(TASK, "prepare.py:mini")
+    mini.__globals__["MINI_RECORDS"] = SMALL  # the module is loaded afresh for each call
+    public, hidden = root / "public", root / "hidden"
+    mini(public, hidden, seed)
+    return public, hidden
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    return prepare_small(tmp_path_factory.mktemp("contrails-small"))
 
 
 def test_mini_has_the_competitions_layout(data):
@@ -37,44 +57,80 @@ def test_mini_has_the_competitions_layout(data):
         assert records and all(r.name.isdigit() for r in records)
         for record in records:
             assert sorted(p.name for p in record.iterdir()) == sorted(BANDS + extra)
-        band = np.load(records[0] / "band_11.npy")
-        assert band.dtype == np.float32 and band.ndim == 3 and band.shape[2] == 8
-        assert 150 < band.mean() < 350, "brightness temperatures in Kelvin"
+        for name in BANDS:
+            band = np.load(records[0] / name)
+            assert band.dtype == np.float32
+            assert band.shape == (SIDE, SIDE, 8), "4 frames before the labelled one, 3 after"
+            assert 150 < band.mean() < 350, "brightness temperatures in Kelvin"
         if extra:
             mask = np.load(records[0] / "human_pixel_masks.npy")
-            assert mask.dtype == np.int32 and mask.shape == band.shape[:2] + (1,)
+            assert mask.dtype == np.int32 and mask.shape == (SIDE, SIDE, 1)
         # as in the original, the competition's validation records (and their metadata) are the test set
         metadata = json.loads((public / f"{'validation' if split == 'test' else split}_metadata.json").read_text())
         assert sorted(m["record_id"] for m in metadata) == [r.name for r in records]
-    individual = np.load(next((public / "train").iterdir()) / "human_individual_masks.npy")
-    assert individual.ndim == 4 and individual.shape[2] == 1
+    for record in (public / "train").iterdir():
+        individual = np.load(record / "human_individual_masks.npy")
+        assert individual.dtype == np.int32 and individual.shape[:3] == (SIDE, SIDE, 1) and individual.shape[3] >= 4
+        majority = 2 * individual.sum(axis=3) > individual.shape[3]  # "more than half of the labelers"
+        np.testing.assert_array_equal(np.load(record / "human_pixel_masks.npy"), majority.astype(np.int32))
     answers = pd.read_csv(hidden / "answers.csv", dtype={"record_id": str})
+    assert len(list((public / "train").iterdir())) == 32 and len(answers) == 12  # fewer records than full, same shapes
+    assert set(answers["height"]) == set(answers["width"]) == {SIDE}
     assert sorted(answers["record_id"]) == sorted(p.name for p in (public / "test").iterdir())
     sample = pd.read_csv(public / "sample_submission.csv", dtype=str)
     assert list(sample.columns) == ["record_id", "encoded_pixels"] and set(sample["encoded_pixels"]) == {"-"}
-    assert (answers["encoded_pixels"] != "-").sum() > len(answers) / 2, "most test records show a contrail"
+    empty = (answers["encoded_pixels"] == "-").sum()
+    assert 0 < empty < len(answers), "some test records have a contrail, some have none"
 
 
-def test_mini_is_deterministic_and_seeded(tmp_path):
-    first = [tree_digest(p) for p in prepare(TASK, tmp_path / "a")]
-    assert first == [tree_digest(p) for p in prepare(TASK, tmp_path / "b")]
-    assert first != [tree_digest(p) for p in prepare(TASK, tmp_path / "c", seed=1)]
+def test_mini_is_deterministic_and_seeded(small, tmp_path):
+    first = [tree_digest(p) for p in small]
+    assert first == [tree_digest(p) for p in prepare_small(tmp_path / "a")]
+    assert first != [tree_digest(p) for p in prepare_small(tmp_path / "b", seed=1)]
 
 
-def test_rle_is_the_competitions_column_major_encoding():
-    encode = load_function(TASK, "prepare.py:rle_encode")
-    decode = load_function(TASK, "grader.py:rle_decode")
+def test_contrails_show_in_the_ash_colours_as_thin_dark_streaks(data):
+    """Labelled contrails are colder at 12.3 um than at 11.2 um, and at 11.2 um than at 8.4 um, as
+    thin ice clouds are: dark in the red and green of the false colour train.py builds."""
+    public, _ = data
+    red, green, labelled = [], [], []
+    for record in sorted((public / "train").iterdir()):
+        band = {b: np.load(record / f"band_{b}.npy")[:, :, 4] for b in (11, 14, 15)}
+        red.append(band[15] - band[14])
+        green.append(band[14] - band[11])
+        labelled.append(np.load(record / "human_pixel_masks.npy")[:, :, 0] > 0)
+    red, green, labelled = np.stack(red), np.stack(green), np.stack(labelled)
+    assert 0.001 < labelled.mean() < 0.02, "contrail pixels are rare"
+    assert np.median(red[labelled]) < np.median(red[~labelled]) - 1.0
+    assert np.median(green[labelled]) < np.median(green[~labelled])
+
+
+def test_encode_py_is_the_competitions_column_major_encoding():
+    encode = load_function(TASK, "env/encode.py:rle_encode")
+    to_string = load_function(TASK, "env/encode.py:list_to_string")
+    decode = load_function(TASK, "env/encode.py:rle_decode")
     mask = np.zeros((4, 3), dtype=int)
     mask[1:3, 0] = 1   # pixels 2, 3 (column 1)
     mask[3, 0] = 1     # pixel 4
     mask[0, 1] = 1     # pixel 5 (row 1, column 2)
     mask[3, 2] = 1     # pixel 12
-    assert encode(mask) == "2 4 12 1"
-    assert encode(np.zeros((4, 3))) == "-"
-    assert sorted(decode("2 4 12 1", 12, "r")) == [1, 2, 3, 4, 11]
-    rng = np.random.default_rng(0)
-    random = rng.random((16, 16)) < 0.3
-    assert set(decode(encode(random), 256, "r")) == set(np.flatnonzero(random.T.flatten()))
+    assert encode(mask) == [2, 4, 12, 1] and to_string(encode(mask)) == "2 4 12 1"
+    assert encode(np.zeros((4, 3))) == [] and to_string([]) == "-"
+    np.testing.assert_array_equal(decode("2 4 12 1", (4, 3)), mask)
+    assert decode("-").shape == (SIDE, SIDE) and not decode("-").any()
+
+
+def test_answers_starter_and_grader_read_the_encoding_alike():
+    """prepare.py encodes the answers with encode.py, as the starter encodes its predictions,
+    and the grader decodes both to the same pixels."""
+    answer = load_function(TASK, "prepare.py:rle_encode")
+    encode = load_function(TASK, "env/encode.py:rle_encode")
+    to_string = load_function(TASK, "env/encode.py:list_to_string")
+    decode = load_function(TASK, "grader.py:rle_decode")
+    random = np.random.default_rng(0).random((SIDE, SIDE)) < 0.3
+    assert answer(random) == to_string(encode(random.astype(np.int64)))
+    assert set(decode(answer(random), SIDE * SIDE, "r")) == set(np.flatnonzero(random.T.flatten()))
+    assert answer(np.zeros((SIDE, SIDE))) == "-"
 
 
 def grade(workspace, hidden):
@@ -117,11 +173,37 @@ def test_grader_averages_records_not_pixels(tmp_path):
     assert grade(workspace, hidden) == pytest.approx((2 + 1e-6 / (4 + 1e-6)) / 3, rel=1e-12, abs=0)
 
 
+STARTER_DICE = """
+import json, runpy, sys, torch
+starter = runpy.run_path(sys.argv[1], run_name="setup_only")
+pad = starter["PADDING"]
+truth = torch.zeros(2, 1, 4, 4, dtype=torch.int64)
+truth[1, 0, 0, :] = 1                             # record 2: 4 contrail pixels
+predicted = torch.zeros(2, 1, 4, 4, dtype=torch.int64)
+predicted[1, 0, 0, 2:] = 1                        # 2 of them found
+predicted[1, 0, 1, 2:] = 1                        # and 2 background pixels marked
+logits = torch.nn.functional.pad(torch.cat([1 - predicted, predicted], dim=1).float(), (pad,) * 4)
+print(json.dumps(starter["dice_score"](logits, truth)))
+"""
+
+
+def test_starter_prints_the_graders_dice(tmp_path):
+    """The validation Dice the starter prints is the grader's formula: per record, then averaged.
+    (Run in a subprocess: the starter pins torch's threads when it loads.)"""
+    result = subprocess.run([sys.executable, "-c", STARTER_DICE, str(ASSETS / TASK / "env" / "train.py")],
+                            capture_output=True, text=True, timeout=300, cwd=ASSETS / TASK / "env")
+    assert result.returncode == 0, result.stderr
+    empty_empty, half = 1.0, (2 * 2 + 1e-6) / (4 + 4 + 1e-6)
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == pytest.approx((empty_empty + half) / 2, rel=1e-6)
+    workspace, hidden = write_case(tmp_path, [("1", (4, 4), "-", "-"), ("2", (4, 4), "1 1 5 1 9 1 13 1", "9 2 13 2")])
+    assert grade(workspace, hidden) == pytest.approx((empty_empty + half) / 2, rel=1e-12, abs=0)
+
+
 def test_grader_matches_records_by_id_on_mini_data(data, tmp_path):
     _, hidden = data
     answers = pd.read_csv(hidden / "answers.csv", dtype={"record_id": str})
     decode = load_function(TASK, "grader.py:rle_decode")
-    true_sizes = [len(decode(e, 1024, r)) for r, e in zip(answers["record_id"], answers["encoded_pixels"])]
+    true_sizes = [len(decode(e, SIDE * SIDE, r)) for r, e in zip(answers["record_id"], answers["encoded_pixels"])]
     answers[["record_id", "encoded_pixels"]].to_csv(tmp_path / "submission.csv", index=False)
     assert grade(tmp_path, hidden) == 1.0
     # empty predictions everywhere: only the records without a contrail score (1 each)
@@ -140,10 +222,10 @@ def test_grader_matches_records_by_id_on_mini_data(data, tmp_path):
     (lambda f: f.iloc[:-2], "rows; expected"),
     (lambda f: pd.concat([f.iloc[:-1], f.iloc[:1]]), "duplicate id"),
     (lambda f: pd.concat([f.iloc[:-1], f.iloc[:1].assign(record_id="123")]), "not in test/: 123"),
-    (lambda f: pd.concat([f, f.iloc[:1].assign(record_id="123")]), "has 25 rows; expected 24"),
+    (lambda f: pd.concat([f, f.iloc[:1].assign(record_id="123")]), "has 13 rows; expected 12"),
     (lambda f: f.assign(encoded_pixels="1 2 3"), "odd number of values"),
     (lambda f: f.assign(encoded_pixels="a b"), "space-separated integers"),
-    (lambda f: f.assign(encoded_pixels="1000 100"), "past the image's 1024 pixels"),
+    (lambda f: f.assign(encoded_pixels="65500 100"), "past the image's 65536 pixels"),
     (lambda f: f.assign(encoded_pixels="10 5 12 2"), "sorted by start and must not overlap"),
     (lambda f: f.assign(encoded_pixels="0 3"), "1-based"),
 ])
@@ -160,15 +242,15 @@ def test_grader_rejects_corrupted_submissions(data, tmp_path, corrupt, message):
 COMPETITION = "google-research-identify-contrails-reduce-global-warming"
 
 
-def competition_files(data, dest):
-    """The competition's files, built from the mini data: its last 16 train records play the
-    labelled validation records (masks, no individual masks)."""
-    public, _ = data
+def competition_files(small, dest):
+    """The competition's files, built from a small mini data set: its last 3 train records play
+    the labelled validation records (masks, no individual masks)."""
+    public, _ = small
     shutil.copytree(public / "train", dest / "train")
     shutil.copy(public / "sample_submission.csv", dest / "sample_submission.csv")
     metadata = json.loads((public / "train_metadata.json").read_text())
     (dest / "validation").mkdir()
-    for record in sorted((dest / "train").iterdir())[-16:]:
+    for record in sorted((dest / "train").iterdir())[-3:]:
         (record / "human_individual_masks.npy").unlink()
         shutil.move(record, dest / "validation" / record.name)
     for split in ("train", "validation"):
@@ -177,8 +259,8 @@ def competition_files(data, dest):
     return dest
 
 
-def test_full_recipe_holds_out_all_validation_records_as_the_original(data, tmp_path, monkeypatch):
-    source = competition_files(data, tmp_path / "source")
+def test_full_recipe_holds_out_all_validation_records_as_the_original(small, tmp_path, monkeypatch):
+    source = competition_files(small, tmp_path / "source")
     log = fake_kaggle(monkeypatch, {COMPETITION: source})
     public, hidden = tmp_path / "public", tmp_path / "hidden"
     load_function(TASK, "prepare.py:full")(public, hidden, 0, tmp_path / "downloads")
@@ -186,7 +268,7 @@ def test_full_recipe_holds_out_all_validation_records_as_the_original(data, tmp_
     answers = pd.read_csv(hidden / "answers.csv", dtype={"record_id": str})
     test = sorted(p.name for p in (public / "test").iterdir())
     assert sorted(answers["record_id"]) == test == sorted(p.name for p in (source / "validation").iterdir())
-    assert len(test) == 16 and not (public / "validation").exists()
+    assert len(test) == 3 and not (public / "validation").exists()
     for record in test:
         assert sorted(p.name for p in (public / "test" / record).iterdir()) == BANDS
         mask = np.load(source / "validation" / record / "human_pixel_masks.npy")
@@ -196,8 +278,8 @@ def test_full_recipe_holds_out_all_validation_records_as_the_original(data, tmp_
     assert len(list((public / "train").iterdir())) == len(list((source / "train").iterdir()))
 
 
-def test_full_recipe_rejects_a_truncated_download(data, tmp_path, monkeypatch):
-    fake_kaggle(monkeypatch, {COMPETITION: competition_files(data, tmp_path / "source")}, truncate=5000)
+def test_full_recipe_rejects_a_truncated_download(small, tmp_path, monkeypatch):
+    fake_kaggle(monkeypatch, {COMPETITION: competition_files(small, tmp_path / "source")}, truncate=5000)
     with pytest.raises(DataError, match="not a valid zip"):
         load_function(TASK, "prepare.py:full")(tmp_path / "public", tmp_path / "hidden", 0, tmp_path / "downloads")
     assert not (tmp_path / "hidden" / "answers.csv").exists()

@@ -1,4 +1,5 @@
-"""spaceship-titanic: mini data in the competition's format, the grader on bad submissions, the full recipe."""
+"""spaceship-titanic: mini data in the competition's format, the grader on bad submissions, the full recipe,
+and the skeleton starter."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import pytest
 
 from pytest_mlab.errors import InvalidSubmission
 from tests.data.fakes import fake_kaggle
-from tests.tasks.kaggle_support import digests, grade, make_mini, module
+from tests.tasks.kaggle_support import ASSETS, digests, grade, make_mini, module
+from tests.tasks.test_house_price import assert_stops_at_the_missing, filled_in_score
 
 TASK = "spaceship-titanic"
 COLUMNS = ["PassengerId", "HomePlanet", "CryoSleep", "Cabin", "Destination", "Age", "VIP", "RoomService",
@@ -88,3 +90,27 @@ def test_full_recipe_holds_out_the_last_fifth_of_the_rows_in_file_order(monkeypa
     assert list(train.PassengerId) == list(labelled.PassengerId[:kept])
     assert list(answers.PassengerId) == list(labelled.PassengerId[kept:])
     assert list(answers.Transported) == list(labelled.Transported[kept:])
+
+
+# --------------------------------------------------------------------------- the skeleton starter
+
+
+def test_the_agent_sees_the_originals_files():
+    shipped = sorted(path.name for path in (ASSETS / TASK / "env").iterdir() if path.name != "__pycache__")
+    assert shipped == ["task_descriptor.txt", "train.py"]
+
+
+def test_starter_is_a_skeleton_that_stops_before_the_submission(data, tmp_path):
+    """As the original: no model, so the first print of train_accuracy fails and nothing is written."""
+    assert_stops_at_the_missing(TASK, data[0], tmp_path / "ws", "train_accuracy")
+
+
+def test_starter_filled_in_writes_a_valid_submission(data, tmp_path):
+    """The original's rows (shuffled, 80% to train, one row skipped) and encoding, with a model added;
+    the mini data, like the original's, lacks deck T among the test passengers only."""
+    block = ("model = LogisticRegression(max_iter=1000).fit(train_X, train_y)\n"
+             "train_accuracy = model.score(train_X, train_y)\n"
+             "val_accuracy = model.score(val_X, val_y)\n"
+             "assert (len(train_X), len(val_X)) == (2560, 639) and train_X.shape[1] == 20\n"
+             "assert list(val_X.columns) == list(train_X.columns)\n")
+    assert filled_in_score(TASK, data, tmp_path / "ws", block, ("Train Accuracy: ", "Validation Accuracy: ")) > 0.7

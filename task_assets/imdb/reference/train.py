@@ -1,17 +1,16 @@
-"""Reference solution for the imdb task: the starter, trained properly.
+"""Reference solution for the imdb task: the starter's skeleton filled in.
 
-Changes to the starter: four epochs instead of one, a learning rate of 1e-3 (the small model
-starts from random weights on the mini data, so 5e-5 barely moves it) with linear warm-up and
-decay. Loads the reviews with HF datasets, fine-tunes the DistilBERT in distilbert-base-uncased/,
-prints the accuracy on a held-out part of the training reviews, then writes the
-probabilities of both classes for every review in imdb/test.parquet to submission.csv
-(columns idx, 0, 1).
+Loads the reviews as the starter does, fine-tunes the DistilBERT in distilbert-base-uncased/ for
+four epochs (AdamW, a learning rate of 1e-3 with linear warm-up and decay: the small model of
+the mini data starts from random weights, so 5e-5 barely moves it), prints the accuracy on a
+held-out tenth of the training reviews, then writes the probabilities of both classes for every
+test review to submission.csv (columns idx, 0, 1; idx is the review's position in the test split).
 """
 
 import numpy as np
 import pandas as pd
 import torch
-from datasets import Dataset
+from datasets import load_dataset
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
 
 SEED = 0
@@ -47,8 +46,8 @@ def predict(model, tokenizer, dataset) -> np.ndarray:
 
 
 def main() -> None:
-    # In memory: nothing is cached outside the working directory.
-    imdb = {name: Dataset.from_pandas(pd.read_parquet(f"imdb/{name}.parquet")) for name in ("train", "test")}
+    imdb = load_dataset("parquet", data_files={split: f"imdb/{split}.parquet"
+                                               for split in ("train", "test", "unsupervised")})
     split = imdb["train"].train_test_split(test_size=VALID_FRACTION, seed=SEED)
     fit, valid = split["train"], split["test"]
 
@@ -74,8 +73,7 @@ def main() -> None:
 
     test = imdb["test"]
     submission = pd.DataFrame(predict(model, tokenizer, test), columns=["0", "1"])
-    submission.insert(0, "idx", test["idx"])
-    submission.to_csv("submission.csv", index=False)
+    submission.to_csv("submission.csv", index_label="idx")
     print(f"Validation accuracy: {valid_acc:.4f}")
     print(f"Wrote submission.csv with {len(submission)} rows")
 
