@@ -7,7 +7,8 @@ pytest, all read-only. The container then runs the same interpreter and packages
 with its own namespaces, limits and user. A task's ``sandbox: {image: ...}`` is used as it is and
 must already be on the machine; a task's ``sandbox: {dockerfile: ...}`` is built here, once per
 content. An image built ``FROM pytest-mlab/host-runtime:1`` inherits its label and keeps the host
-runtime mounts, so a task can add files or tools offline.
+runtime mounts, so a task can add files or tools offline. A build that fails leaves neither an
+intermediate container nor an image it committed.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import shutil
 import sys
 import tarfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from pytest_mlab.errors import SandboxError
 
@@ -57,16 +59,58 @@ def build_task_image(client: Any, dockerfile: Path) -> str:
         pass
     ensure_image(client, DEFAULT_IMAGE)  # so that FROM pytest-mlab/host-runtime:1 works offline
     try:
-        client.images.build(path=str(context), dockerfile=dockerfile.name, tag=tag, rm=True, pull=False,
-                            network_mode="none")
+        # The SDK asks for the classic builder, where rm removes a step's container once the step
+        # succeeds and forcerm also removes the failed step's (BuildKit makes no such containers).
+        client.images.build(path=str(context), dockerfile=dockerfile.name, tag=tag, rm=True, forcerm=True,
+                            pull=False, network_mode="none")
     except BuildError as exc:
-        log = "".join(str(chunk.get("stream") or chunk.get("error") or "") for chunk in exc.build_log)
+        chunks = list(exc.build_log)
+        remove_images_made(client, chunks)
+        log = "".join(str(chunk.get("stream") or chunk.get("error") or "") for chunk in chunks)
         raise SandboxError(f"building the task's docker image from {dockerfile} failed: {exc.msg}\n"
                            f"{log[-2000:]}") from exc
     except DockerException as exc:
         raise SandboxError(f"building the task's docker image from {dockerfile} failed: "
                            f"{getattr(exc, 'explanation', None) or exc}") from exc
     return tag
+
+
+_STEP = re.compile(r"Step \d+/\d+ : (\S+).*")
+_STEP_RESULT = re.compile(r" ---> ([0-9a-f]{12,64})")
+
+
+def images_made(build_log: Iterable[dict]) -> list[str]:
+    """The ids of the images a classic-builder log says this build committed, oldest first: each
+    finished step's result, except a FROM step's (an image that was there) and a step answered from
+    the cache (an image another build may have made and still use)."""
+    text = "".join(str(chunk.get("stream") or "") for chunk in build_log)
+    made: list[str] = []
+    instruction, cached = "", False
+    for line in text.splitlines():
+        if step := _STEP.fullmatch(line):
+            instruction, cached = step.group(1).upper(), False
+        elif line == " ---> Using cache":
+            cached = True
+        elif (result := _STEP_RESULT.fullmatch(line)) and instruction:
+            if instruction != "FROM" and not cached:
+                made.append(result.group(1))
+            instruction = ""  # one result per step
+    return made
+
+
+def remove_images_made(client: Any, build_log: Iterable[dict]) -> None:
+    """Remove the untagged images a failed build committed, newest first and one at a time (never
+    pruning parents, which may be another build's cache). The daemon refuses an image that has since
+    gained a child or a container, and one that gained a tag is kept: both are someone else's now."""
+    from docker.errors import APIError
+
+    for image_id in reversed(images_made(build_log)):
+        try:
+            image = client.images.get(image_id)
+            if not image.tags:
+                client.images.remove(image.id, noprune=True)
+        except APIError:  # gone already, or in use: either way not ours to remove
+            continue
 
 
 def _empty_rootfs() -> bytes:
