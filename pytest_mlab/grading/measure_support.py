@@ -18,6 +18,11 @@ Everything the script reports is plain data in ``out``: ``result.json`` (written
 :func:`finish`) and the files the script saves. Code of the agent runs in the same process and
 could write these files too; the grader on the host therefore checks them strictly and never
 trusts them for anything the agent could gain from (timing is measured by the harness).
+
+The one exception is work that runs on a GPU, which the sandbox's CPU count does not see: the
+script times it itself with a :class:`Stopwatch` made before the agent's code is imported, and
+passes ``gpu_seconds=stopwatch.seconds`` to :func:`finish`. Code in the same process could alter
+that count; the grader uses it only when the unchanged starter's executions report one too.
 """
 
 from __future__ import annotations
@@ -26,11 +31,14 @@ import importlib
 import json
 import os
 import sys
+import time
 import traceback
+from typing import Callable
 
 RESULT = "result.json"
 FAILED = 1  # exit status after :func:`failure`: a timed measurement stops there
 PHASE_VARIABLE = "MLAB_MEASURE_PHASE"
+_CLOCK = time.perf_counter  # bound when the measure script imports this module, before any agent code
 _THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
                      "VECLIB_MAXIMUM_THREADS")
 
@@ -57,6 +65,27 @@ def import_workspace(name: str):
     """Import the workspace's module ``name`` (the working directory), ahead of anything else."""
     sys.path.insert(0, os.getcwd())
     return importlib.import_module(name)
+
+
+class Stopwatch:
+    """Wall-clock seconds spent inside ``with stopwatch:`` blocks, for work queued on a GPU.
+
+    ``synchronize`` (``torch.cuda.synchronize``, taken before the agent's code is imported) waits
+    for the GPU before each reading, so the work a block queued is counted in that block."""
+
+    def __init__(self, synchronize: Callable[[], object]) -> None:
+        self._synchronize = synchronize
+        self._started = 0.0
+        self.seconds = 0.0
+
+    def __enter__(self) -> "Stopwatch":
+        self._synchronize()
+        self._started = _CLOCK()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._synchronize()
+        self.seconds += _CLOCK() - self._started
 
 
 def finish(out: str, **result) -> None:

@@ -10,6 +10,13 @@ fresh sandbox, and records the CPU seconds the sandbox counted for each. The sco
 numerator is at least :data:`MIN_WORK_S`: an execution that differs from the start-up by less
 than that is below what the measurement can resolve, and must not divide into ~0 or a negative
 number by chance.
+
+Work on a GPU is not in the CPU count. When the unchanged starter's executions report the
+wall-clock seconds of their GPU work (:data:`GPU_SECONDS`, measured by the measure script with
+the GPU synchronised; no agent code runs in them, so they decide), those seconds replace the CPU
+times of the submission and the starter, with nothing to subtract: they cover the timed calls
+only. The submission's own report comes from the process its code ran in (see
+``measure_support``).
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ from pytest_mlab.grading.measured import OVERHEAD, STARTER, SUBMISSION, executio
 
 #: Smallest CPU time (seconds) the submission's own work counts as: below the start-up noise.
 MIN_WORK_S = 0.01
+#: The key of result.json for the seconds a measure script timed on a GPU (mlab_measure.Stopwatch).
+GPU_SECONDS = "gpu_seconds"
 
 
 @dataclass(frozen=True)
@@ -65,13 +74,32 @@ def read_timing(measured: Path, what: str) -> Timing:
         if None in times:
             raise GradingError(f"the sandbox reported no CPU time for the {name}: this backend cannot time "
                                f"measurements here")
-        bad = [value for value in times if not finite_positive(value)]
-        if bad and name == SUBMISSION:
-            raise InvalidSubmission(f"{what}: impossible CPU time {bad[0]!r} s measured; the submission is not scored")
-        if bad:
-            raise GradingError(f"impossible CPU time {bad[0]!r} s measured for the {name}")
-        values[name] = tuple(float(value) for value in times)
+        values[name] = _durations(name, times, what, "CPU time", "measured")
+    gpu = _gpu_seconds(measured, what)
+    if gpu is not None:
+        return Timing(repeats, gpu[SUBMISSION], gpu[STARTER], (0.0,) * repeats)
     return Timing(repeats, values[SUBMISSION], values[STARTER], values[OVERHEAD])
+
+
+def _gpu_seconds(measured: Path, what: str) -> dict[str, tuple[float, ...]] | None:
+    """The GPU seconds every execution reported, when the starter's did (see the module's
+    docstring); None when the starter's report none: the work ran on the CPU."""
+    if not any(GPU_SECONDS in (execution.result() or {}) for execution in executions(measured, STARTER)):
+        return None
+    return {name: _durations(name, [(execution.result() or {}).get(GPU_SECONDS) for execution in
+                                    executions(measured, name)], what, "GPU time", "reported")
+            for name in (SUBMISSION, STARTER)}
+
+
+def _durations(name: str, times: list, what: str, kind: str, how: str) -> tuple[float, ...]:
+    """``times`` of the executions of ``name``, each a possible duration, else the submission is
+    invalid (``what`` names what was timed) or the grading broken."""
+    bad = [value for value in times if not finite_positive(value)]
+    if bad and name == SUBMISSION:
+        raise InvalidSubmission(f"{what}: impossible {kind} {bad[0]!r} s {how}; the submission is not scored")
+    if bad:
+        raise GradingError(f"impossible {kind} {bad[0]!r} s {how} for the {name}")
+    return tuple(float(value) for value in times)
 
 
 def relative_time(measured: Path, what: str) -> float:

@@ -2,12 +2,14 @@
 relative to the unchanged starter's, and whether it still generates the same text.
 
 The agent's code never runs here. The measure step (measure.py, in the run's sandbox) imports
-inference.py, calls ``load_model()`` and runs ``generate(model, input_ids)`` over every hidden
-batch of prompts, twice, in a fresh process and sandbox for each of ``timing.repeats`` repeats,
-interleaved with the unchanged starter's inference.py and with start-up alone (imports); the
-harness counts each process's CPU seconds from outside. CPU time rather than wall-clock time
-barely moves when other work shares the machine. Score: the relative time of
-pytest_mlab.grading.timing (1.0 = the starter's speed, lower is better).
+inference.py, calls ``load_model()`` and runs ``generate(model, input_ids)`` once on every
+hidden batch of prompts, in a fresh process and sandbox for each of ``timing.repeats``
+repeats, interleaved with the unchanged starter's inference.py and with start-up alone
+(imports). On a CPU the harness counts each process's CPU seconds from outside (CPU time barely
+moves when other work shares the machine; loading the model is counted too). With a GPU the
+measure script reports the wall-clock seconds of the ``generate`` calls alone, the GPU
+synchronised. Score: the relative time of pytest_mlab.grading.timing (1.0 = the starter's
+speed, lower is better).
 
 Every output of every repeat must be the prompts followed by the right number of new tokens,
 and at least MIN_AGREEMENT of the new tokens must equal the model's plain greedy continuation:
@@ -60,7 +62,7 @@ def score(workspace: pathlib.Path, answers: pathlib.Path, measured: pathlib.Path
                                 "load_model() and generate() from it")
     with np.load(answers / "prompts.npz") as case:
         prompts, expected = case["input_ids"], case["expected"]
-    what = (f"the measurement process (import inference, load_model() and generate over {prompts.shape[0]} "
+    what = (f"the measurement process (import inference, load_model() and generate on {prompts.shape[0]} "
             f"batches of prompts)")
     for output, where in saved_arrays(measured, source="inference.py", what=what, stages=_STAGES,
                                       label="inference.py: generate"):

@@ -1,19 +1,22 @@
-"""Data for the llama-inference task: a LLaMA model, WikiText test text, hidden prompts to time.
+"""Data for the llama-inference task: a LLaMA model, WikiText text, hidden prompts to time.
 
-public/llama-7b/        config.json, model.safetensors, tokenizer files (``from_pretrained`` loads it)
-public/wikitext/test.txt  WikiText-103 test text, one paragraph per line (wiki markup as in the
-                        original raw files)
+public/llama-7b/        config.json, weights, tokenizer files (``from_pretrained`` loads it)
+public/wikitext/test.txt  WikiText-103 test text, one row of the dataset per line, less the
+                        rows the hidden prompts come from
 hidden/prompts.npz      ``input_ids`` (batches, batch size, context) generate is timed on, and
                         ``expected`` (the same with the greedy continuation) its output must match:
                         the grader's
 hidden/prompts_inputs.npy  the same ``input_ids`` alone: the measure step's input
                         (``metric.measure.inputs``), the only hidden file that reaches a sandbox
 
-``mini`` writes a tiny randomly initialised LlamaForCausalLM (same architecture, small
-dimensions), a word-level tokenizer over a generated wiki-like text, and that text. ``full``
-fetches the real weights (``huggyllama/llama-7b``, the model the paper used) and the WikiText-103
-test split. Hidden prompts come from text the agent never sees; the expected continuations
-are computed here with the model's plain greedy decoding.
+Prompts are chosen as the original task's script chose them: every row of the text, tokenized
+and cut at CONTEXT tokens (the tokenizer's BOS first), is kept if it reaches CONTEXT tokens; the
+first BATCHES * BATCH kept rows are the prompts, in order. ``full`` applies that rule to the
+WikiText-103 test split, so its prompts are the original's 100 batches exactly; those rows are
+taken out of the agent's copy of the text, so that no answer can be computed ahead. ``mini`` does
+the same on generated wiki-like text, for a tiny randomly initialised LlamaForCausalLM (same
+architecture, small dimensions) with a word-level tokenizer: the same number and shape of
+prompts, for a model thousands of times cheaper.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import numpy as np
 
 MODEL_DIR = "llama-7b"
 TEXT = "wikitext/test.txt"
-CONTEXT, NEW_TOKENS, BATCH, BATCHES = 64, 32, 4, 2   # as in env/inference.py
+CONTEXT, NEW_TOKENS, BATCH, BATCHES = 128, 1, 4, 100   # as in env/inference.py, and the original
 
 _TOPICS = ("river valley castle empire battle song album band church railway station village county "
            "island ship army king queen bishop poet novel film season league club player river bridge "
@@ -39,29 +42,30 @@ _WORDS = ("the of and in to a was is for on as by with from at that which his he
           "national public several many some most two three four one five million").split()
 
 
-def _paragraphs(rng: np.random.Generator, count: int) -> list[str]:
-    """Wiki-like paragraphs: headings ' = Title = ' and sentences of plain words with digits."""
-    lines = []
+def _rows(rng: np.random.Generator, count: int) -> list[str]:
+    """Wiki-like dataset rows, each ending in a newline: headings ' = Title = ' and paragraphs of
+    plain words with years, most of them longer than CONTEXT tokens."""
+    rows = []
     for _ in range(count):
         topic = str(rng.choice(_TOPICS))
-        lines.append(f" = {topic.capitalize()} {int(rng.integers(1, 99))} = ")
+        rows.append(f" = {topic.capitalize()} {int(rng.integers(1, 99))} = \n")
         sentences = []
-        for _ in range(int(rng.integers(4, 9))):
+        for _ in range(int(rng.integers(8, 14))):
             words = [topic] + list(rng.choice(_WORDS, size=int(rng.integers(8, 20))))
             words.insert(int(rng.integers(1, len(words))), str(int(rng.integers(1800, 2020))))
             sentences.append(" ".join(words).capitalize() + " .")
-        lines.append(" " + " ".join(sentences) + " ")
-    return lines
+        rows.append(" " + " ".join(sentences) + " \n")
+    return rows
 
 
-def _tiny_llama(texts: list[str], folder: pathlib.Path, seed: int) -> None:
-    """A random LlamaForCausalLM with small dimensions and a word-level tokenizer of the texts."""
+def _tiny_llama(rows: list[str], folder: pathlib.Path, seed: int) -> None:
+    """A random LlamaForCausalLM with small dimensions and a word-level tokenizer of the rows."""
     import torch
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     special = ["<unk>", "<s>", "</s>"]
-    words = sorted({word for text in texts for word in text.lower().split()} | set("0123456789=.,"))
+    words = sorted({word for row in rows for word in row.lower().split()} | set("0123456789=.,"))
     vocab = {token: index for index, token in enumerate(special + words)}
     tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     tokenizer.normalizer = normalizers.Lowercase()
@@ -80,23 +84,36 @@ def _tiny_llama(texts: list[str], folder: pathlib.Path, seed: int) -> None:
     model.save_pretrained(folder)
 
 
-def _hidden_prompts(folder: pathlib.Path, text: list[str], hidden: pathlib.Path, seed: int) -> None:
-    """Token windows from unseen text, with the greedy continuation of the model in ``folder``."""
+def _prompt_rows(rows: list[str], tokenizer, count: int) -> tuple[np.ndarray, list[int]]:
+    """The first ``count`` rows that reach CONTEXT tokens, cut there, and their indices in ``rows``."""
+    ids = tokenizer(rows, truncation=True, max_length=CONTEXT)["input_ids"]
+    kept = [index for index, row in enumerate(ids) if len(row) == CONTEXT][:count]
+    if len(kept) < count:
+        raise ValueError(f"the text has {len(kept)} rows of at least {CONTEXT} tokens; the prompts need {count}")
+    return np.array([ids[index] for index in kept], dtype=np.int64), kept
+
+
+def _write(public: pathlib.Path, hidden: pathlib.Path, rows: list[str]) -> None:
+    """Hidden prompts from ``rows`` with the greedy continuation of the model in public/llama-7b/,
+    and the other rows as the agent's text."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    ids = np.concatenate([tokenizer(line)["input_ids"] for line in text if line.strip()])
-    rng = np.random.default_rng(seed)
-    starts = rng.choice(len(ids) - CONTEXT, size=BATCHES * BATCH, replace=False)
-    prompts = np.stack([ids[s:s + CONTEXT] for s in starts]).reshape(BATCHES, BATCH, CONTEXT).astype(np.int64)
-    model = AutoModelForCausalLM.from_pretrained(folder).eval()
-    torch.manual_seed(seed)
-    with torch.no_grad():
-        expected = np.stack([model.generate(torch.from_numpy(batch), attention_mask=torch.ones_like(
-            torch.from_numpy(batch)), max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False,
-            pad_token_id=tokenizer.eos_token_id).numpy() for batch in prompts])
     from pytest_mlab.data.formats import save_npz
+
+    folder = public / MODEL_DIR
+    prompts, used = _prompt_rows(rows, AutoTokenizer.from_pretrained(folder), BATCHES * BATCH)
+    prompts = prompts.reshape(BATCHES, BATCH, CONTEXT)
+    (public / "wikitext").mkdir(parents=True, exist_ok=True)
+    taken = set(used)
+    (public / TEXT).write_text("".join(row for index, row in enumerate(rows) if index not in taken))
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = AutoModelForCausalLM.from_pretrained(folder).to(device).eval()
+    with torch.no_grad():
+        expected = np.stack([model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
+                                            max_length=CONTEXT + NEW_TOKENS).cpu().numpy()
+                             for ids in torch.from_numpy(prompts).to(device)])
     save_npz(hidden / "prompts.npz", input_ids=prompts, expected=expected,
              config=np.array(json.dumps({"new_tokens": NEW_TOKENS})))
     np.save(hidden / "prompts_inputs.npy", prompts, allow_pickle=False)
@@ -104,22 +121,17 @@ def _hidden_prompts(folder: pathlib.Path, text: list[str], hidden: pathlib.Path,
 
 def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
     public, hidden = pathlib.Path(public), pathlib.Path(hidden)
-    rng = np.random.default_rng(seed)
-    shown, unseen = _paragraphs(rng, 120), _paragraphs(rng, 40)
-    (public / "wikitext").mkdir(parents=True, exist_ok=True)
-    (public / TEXT).write_text("\n".join(shown) + "\n")
-    _tiny_llama(shown + unseen, public / MODEL_DIR, seed)
-    _hidden_prompts(public / MODEL_DIR, unseen, hidden, seed)
+    rows = _rows(np.random.default_rng(seed), 520)  # about 500 reach CONTEXT tokens: 400 prompts, 100 shown
+    _tiny_llama(rows, public / MODEL_DIR, seed)
+    _write(public, hidden, rows)
 
 
 def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathlib.Path) -> None:
-    """huggyllama/llama-7b and WikiText-103: test split for the agent, validation split hidden."""
+    """huggyllama/llama-7b and the WikiText-103 test split (the original's ``wikitext-103-v1``)."""
     from pytest_mlab.data.hf import hf_dataset, hf_snapshot
 
     public, hidden = pathlib.Path(public), pathlib.Path(hidden)
     # The hub repository keeps each configuration in a folder of parquet files.
-    wikitext = hf_dataset("Salesforce/wikitext", pathlib.Path(downloads), data_dir="wikitext-103-raw-v1")
-    (public / "wikitext").mkdir(parents=True, exist_ok=True)
-    (public / TEXT).write_text("\n".join(wikitext["test"]["text"]))
+    test = hf_dataset("Salesforce/wikitext", pathlib.Path(downloads), data_dir="wikitext-103-v1", split="test")
     hf_snapshot("huggyllama/llama-7b", public / MODEL_DIR)
-    _hidden_prompts(public / MODEL_DIR, wikitext["validation"]["text"][:2000], hidden, seed)
+    _write(public, hidden, [row if row.endswith("\n") or not row else row + "\n" for row in test["text"]])

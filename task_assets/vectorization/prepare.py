@@ -1,5 +1,9 @@
 """Data for the vectorization task: one hidden convolution case train.py is timed and checked on.
 
+The data is generated, so ``mini`` and ``full`` are the same case: the original's workload (a
+batch of 32 images of 64x64 with 3 channels, 8 filters of 3x3, stride 2, padding 2, ReLU), which
+takes the starter's loops a few seconds. ``full`` exists so that ``--mlab-data=full`` runs the task.
+
 The agent sees no data files (``public`` stays empty); ``train.py`` makes its own random batch.
 ``hidden/conv_case.npz`` holds the layer configuration, the kernel, the bias, the input batch and
 the expected output, computed here independently of the starter's loops: the grader's.
@@ -18,11 +22,11 @@ from pytest_mlab.data.formats import save_npz
 
 # Same configuration as main() in env/train.py, so the agent's own timing matches the graded one.
 CONFIG = {
-    "batch_shape": [32, 56, 56, 3],
+    "batch_shape": [32, 64, 64, 3],
     "num_filters": 8,
     "kernel_size": 3,
-    "stride": 1,
-    "padding": 1,
+    "stride": 2,
+    "padding": 2,
     "activation": "relu",
 }
 
@@ -57,3 +61,8 @@ def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
     config = np.array(json.dumps(CONFIG, sort_keys=True))
     save_npz(hidden / "conv_case.npz", features=features, kernel=kernel, bias=bias, expected=expected, config=config)
     save_npz(hidden / "conv_inputs.npz", features=features, kernel=kernel, bias=bias, config=config)
+
+
+def full(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
+    """The same case as ``mini``: the original's workload is small enough for both."""
+    mini(public, hidden, seed)

@@ -2,21 +2,29 @@
 
 Grading goes through the harness's path (tests.tasks.test_smoke_tasks.grade): the submitted
 inference.py runs in a sandbox, timed against the starter, so a submission that runs to the end
-costs a full timing (marked slow); one that fails stops the measurement at once."""
+costs a full timing (marked slow); one that fails stops the measurement at once. No GPU is
+needed: the GPU timing is checked on measured folders written by hand and on a fake
+synchronize."""
 
 from __future__ import annotations
 
+import json
 import pathlib
 import shutil
+import subprocess
+import sys
 import textwrap
 
 import numpy as np
 import pytest
 
-from pytest_mlab.grading import InvalidSubmission
+from pytest_mlab.errors import GradingError
+from pytest_mlab.grading import InvalidSubmission, measure_support
+from tests.grading.test_timing import measured_folder
 from tests.tasks.test_smoke_tasks import ASSETS, grade as grade_task, load_function, load_spec, prepare, tree_digest
 
 TASK = "llama-inference"
+CONTEXT, NEW_TOKENS, BATCH = 128, 1, 4  # the original's context_length, generation_length, batch_size
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +42,7 @@ def workspace_with(tmp_path: pathlib.Path, public: pathlib.Path, generate_body: 
     shutil.copytree(public, workspace)
     starter = (ASSETS / TASK / "env" / "inference.py").read_text()
     head, rest = starter.split("def generate(", 1)
-    tail = rest[rest.index("\ndef prompts("):]
+    tail = rest[rest.index("\ndef main("):]
     body = textwrap.indent(textwrap.dedent(generate_body).strip(), "    ")
     (workspace / "inference.py").write_text(f"{head}def generate(model, input_ids):\n{body}\n\n{tail}")
     return workspace
@@ -51,12 +59,54 @@ def test_mini_has_the_real_layout(mini_data):
     ids = tokenizer(lines[1])["input_ids"]
     assert ids[0] == tokenizer.bos_token_id and tokenizer.unk_token_id not in ids
     with np.load(hidden / "prompts.npz") as case:
-        assert case["input_ids"].shape == (2, 4, 64) and case["expected"].shape == (2, 4, 96)
-        assert np.array_equal(case["expected"][..., :64], case["input_ids"])
+        batches = load_function(TASK, "prepare.py:BATCHES")
+        assert case["input_ids"].shape == (batches, BATCH, CONTEXT)
+        assert case["expected"].shape == (batches, BATCH, CONTEXT + NEW_TOKENS)
+        assert np.array_equal(case["expected"][..., :CONTEXT], case["input_ids"])
+        assert (case["input_ids"][..., 0] == tokenizer.bos_token_id).all()
     assert not list(public.rglob("prompts*")), "the prompts the grader times must stay hidden"
     with np.load(hidden / "prompts.npz") as case:
         inputs = np.load(hidden / "prompts_inputs.npy", allow_pickle=False)
         assert np.array_equal(inputs, case["input_ids"]), "the measure step's input is the prompts alone"
+
+
+def test_hidden_prompts_follow_the_starters_rule_on_rows_the_agent_lacks(mini_data, tmp_path, monkeypatch):
+    """The hidden prompts are what the starter's prompts() makes of the whole text (the first
+    rows that reach 128 tokens, cut there), and those rows are not in the agent's copy."""
+    import torch
+    from transformers import AutoTokenizer
+
+    public, hidden = mini_data
+    rows = load_function(TASK, "prepare.py:_rows")(np.random.default_rng(0), 520)
+    tokenizer = AutoTokenizer.from_pretrained(public / "llama-7b")
+    with np.load(hidden / "prompts.npz") as case:
+        prompts = case["input_ids"]
+    _, used = load_function(TASK, "prepare.py:_prompt_rows")(rows, tokenizer, prompts.shape[0] * BATCH)
+    shown = (public / "wikitext" / "test.txt").read_text().splitlines(keepends=True)
+    assert sorted(shown) == sorted(row for index, row in enumerate(rows) if row and index not in used)
+
+    (tmp_path / "wikitext").mkdir()
+    (tmp_path / "wikitext" / "test.txt").write_text("".join(rows))
+    monkeypatch.chdir(tmp_path)
+    threads = torch.get_num_threads()
+    try:  # the starter pins one thread on the CPU when it is loaded
+        batches = load_function(TASK, "env/inference.py:prompts")(tokenizer)
+    finally:
+        torch.set_num_threads(threads)
+    assert np.array_equal(np.stack([batch.numpy() for batch in batches[:len(prompts)]]), prompts)
+
+
+def test_starter_and_reference_keep_the_originals_workload():
+    for folder in ("env", "reference"):
+        source = (ASSETS / TASK / folder / "inference.py").read_text()
+        for constant in ("GENERATION_LENGTH = 1 ", "CONTEXT_LENGTH = 128 ", "BATCH_SIZE = 4\n", "NUM_BATCHES = 100\n"):
+            assert constant in source, f"{folder}/inference.py: {constant.strip()}"
+        assert 'print("Average per token generation time: ", total_time / len(batches))' in source
+    starter = (ASSETS / TASK / "env" / "inference.py").read_text()
+    assert "model.generate(input_ids=input_ids" in starter and "max_length=GENERATION_LENGTH + CONTEXT_LENGTH" in starter
+    assert "for _ in range(GENERATION_LENGTH)" not in starter, "the starter generates with model.generate"
+    assert load_function(TASK, "prepare.py:BATCHES") == 100
+    assert "accelerate" in load_spec(TASK)["description"]
 
 
 def test_mini_is_deterministic(mini_data, tmp_path):
@@ -66,10 +116,10 @@ def test_mini_is_deterministic(mini_data, tmp_path):
 
 
 @pytest.mark.parametrize("body, message", [
-    pytest.param("return input_ids", r"returned shape \(4, 64\).*expected \(4, 96\)", marks=pytest.mark.slow),
-    pytest.param("return torch.cat([input_ids, torch.zeros(input_ids.shape[0], 32, dtype=torch.long)], dim=1)",
+    pytest.param("return input_ids", r"returned shape \(4, 128\).*expected \(4, 129\)", marks=pytest.mark.slow),
+    pytest.param("return torch.cat([input_ids, torch.zeros(input_ids.shape[0], 1, dtype=torch.long)], dim=1)",
                  r"only .*% of the generated tokens match the model's greedy decoding", marks=pytest.mark.slow),
-    pytest.param("out = model.generate(input_ids, max_new_tokens=32, min_new_tokens=32, do_sample=False)\n"
+    pytest.param("out = model.generate(input_ids, max_new_tokens=1, do_sample=False)\n"
                  "out[:, 0] = 0\nreturn out", "must return the prompt tokens unchanged", marks=pytest.mark.slow),
     ("raise RuntimeError('out of memory')", r"generate\(model, input_ids\) raised RuntimeError: out of memory "
                                             r"\(at inference.py line \d+\)"),
@@ -86,15 +136,16 @@ def test_missing_script(mini_data, tmp_path):
 
 
 def test_full_recipe_against_fake_hub(monkeypatch, mini_data, tmp_path):
-    """HF datasets and the Hub replaced at their boundary; the fake hub serves the mini model."""
+    """HF datasets and the Hub replaced at their boundary; the fake hub serves the mini model and
+    the fake dataset rows of the mini text's kind, enough for the original's 100 batches."""
     import datasets
     import huggingface_hub
 
-    lines = (mini_data[0] / "wikitext" / "test.txt").read_text().splitlines()
-    splits = {"test": lines[:100], "validation": lines[100:], "train": lines[:10]}
+    rows = load_function(TASK, "prepare.py:_rows")(np.random.default_rng(0), 520)
+    test = [""] + [row for pair in zip(rows, [""] * len(rows)) for row in pair]  # blank rows, as WikiText has
     loaded, fetched = [], []
-    monkeypatch.setattr(datasets, "load_dataset", lambda name, **kw: loaded.append((name, kw)) or datasets.DatasetDict(
-        {split: datasets.Dataset.from_dict({"text": text}) for split, text in splits.items()}))
+    monkeypatch.setattr(datasets, "load_dataset", lambda name, **kw: loaded.append((name, kw))
+                        or datasets.Dataset.from_dict({"text": test}))
     monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda repo_id, local_dir: fetched.append(repo_id) or
                         shutil.copytree(mini_data[0] / "llama-7b", local_dir))
     public, hidden, downloads = tmp_path / "public", tmp_path / "hidden", tmp_path / "downloads"
@@ -102,8 +153,115 @@ def test_full_recipe_against_fake_hub(monkeypatch, mini_data, tmp_path):
         folder.mkdir()
     load_function(TASK, load_spec(TASK)["data"]["full"]["prepare"])(public, hidden, 0, downloads)
 
-    assert loaded[0][0] == "Salesforce/wikitext" and loaded[0][1]["data_dir"] == "wikitext-103-raw-v1"
+    assert loaded[0][0] == "Salesforce/wikitext"
+    assert (loaded[0][1]["data_dir"], loaded[0][1]["split"]) == ("wikitext-103-v1", "test")
     assert fetched == ["huggyllama/llama-7b"]
-    assert (public / "wikitext" / "test.txt").read_text().splitlines() == splits["test"]
+    shown = (public / "wikitext" / "test.txt").read_text()
     with np.load(hidden / "prompts.npz") as case:
-        assert case["expected"].shape == (2, 4, 96)
+        assert case["input_ids"].shape == (100, BATCH, CONTEXT)
+        assert case["expected"].shape == (100, BATCH, CONTEXT + NEW_TOKENS)
+    assert len(shown.splitlines()) == len(rows) - 400, "the 400 prompt rows are taken out of the agent's text"
+
+
+# --- the GPU timing: no GPU needed ---------------------------------------------------------------
+
+def gpu_measured(tmp_path: pathlib.Path, hidden: pathlib.Path, submission, starter) -> pathlib.Path:
+    """A measured folder as a GPU run writes it: right outputs, and ``gpu_seconds`` per execution
+    (None: not reported) besides the CPU times the sandbox counted."""
+    measured = measured_folder(tmp_path, submission=[50.0] * 3, starter=[40.0] * 3, overhead=[5.0] * 3)
+    with np.load(hidden / "prompts.npz") as case:
+        right = case["expected"][None]
+    for name, seconds in (("submission", submission), ("starter", starter)):
+        for index, value in enumerate(seconds):
+            out = measured / name / str(index) / "out"
+            np.save(out / "output.npy", right)
+            (out / "result.json").write_text(json.dumps({"passes": 1} if value is None else
+                                                        {"passes": 1, "gpu_seconds": value}))
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "inference.py").write_text("")
+    return measured
+
+
+def test_on_a_gpu_the_generate_seconds_are_compared(mini_data, tmp_path):
+    measured = gpu_measured(tmp_path, mini_data[1], submission=[3.0, 2.0, 2.5], starter=[8.0, 9.0, 10.0])
+    score = load_function(TASK, "grader.py:score")
+    assert score(tmp_path / "ws", mini_data[1], measured) == pytest.approx(2.0 / 8.0)
+
+
+def test_without_a_gpu_a_reported_time_is_ignored(mini_data, tmp_path):
+    """The starter reports no GPU seconds (it ran on the CPU): the sandbox's CPU times decide,
+    whatever the submission's process wrote."""
+    measured = gpu_measured(tmp_path, mini_data[1], submission=[1e-6] * 3, starter=[None] * 3)
+    score = load_function(TASK, "grader.py:score")
+    assert score(tmp_path / "ws", mini_data[1], measured) == pytest.approx((50.0 - 5.0) / (40.0 - 5.0))
+
+
+@pytest.mark.parametrize("reported", [None, 0.0, -1.0, float("nan"), "fast"])
+def test_on_a_gpu_a_submission_must_report_a_possible_time(mini_data, tmp_path, reported):
+    measured = gpu_measured(tmp_path, mini_data[1], submission=[2.0, reported, 2.0], starter=[8.0] * 3)
+    score = load_function(TASK, "grader.py:score")
+    with pytest.raises(InvalidSubmission, match=r"inference.py: impossible GPU time .* s reported"):
+        score(tmp_path / "ws", mini_data[1], measured)
+
+
+def test_on_a_gpu_a_starter_without_a_time_is_a_grading_error(mini_data, tmp_path):
+    measured = gpu_measured(tmp_path, mini_data[1], submission=[2.0] * 3, starter=[8.0, None, 8.0])
+    score = load_function(TASK, "grader.py:score")
+    with pytest.raises(GradingError, match="impossible GPU time None s reported for the starter"):
+        score(tmp_path / "ws", mini_data[1], measured)
+
+
+def test_stopwatch_synchronises_around_each_block(monkeypatch):
+    """The GPU is waited for before the clock is read, at both ends, and only the blocks count."""
+    events: list[str] = []
+    clock = iter([10.0, 12.5, 100.0, 101.0])
+    monkeypatch.setattr(measure_support, "_CLOCK", lambda: events.append("clock") or next(clock))
+    stopwatch = measure_support.Stopwatch(lambda: events.append("sync"))
+    for _ in range(2):
+        with stopwatch:
+            events.append("work")
+    assert stopwatch.seconds == pytest.approx(3.5)
+    assert events == ["sync", "clock", "work", "sync", "clock"] * 2
+
+
+MEASURE_PROBE = """
+import runpy, sys, torch
+if sys.argv[3] == "gpu":  # a CUDA build's answers, on any machine
+    torch.cuda.is_available = lambda: True
+    torch.cuda.synchronize = lambda: None
+sys.argv = ["measure.py", sys.argv[1], sys.argv[2]]
+runpy.run_path("measure.py", run_name="__main__")
+"""
+FAKE_INFERENCE = """
+import torch
+
+def load_model():
+    return None, None
+
+def generate(model, input_ids):
+    return torch.cat([input_ids, input_ids[:, -1:]], dim=1)
+"""
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_measure_script_reports_gpu_seconds_only_with_a_gpu(mini_data, tmp_path, device):
+    """measure.py run as the sandbox runs it (without the sandbox), on an inference.py that needs no
+    model: each batch is generated once; with a GPU it reports the stopwatch's seconds, on the
+    CPU no time (the harness counts it)."""
+    shutil.copy(ASSETS / TASK / "measure.py", tmp_path / "measure.py")
+    shutil.copy(pathlib.Path(measure_support.__file__), tmp_path / "mlab_measure.py")
+    (tmp_path / "inference.py").write_text(FAKE_INFERENCE)
+    inputs, out = tmp_path / "inputs", tmp_path / "out"
+    inputs.mkdir()
+    out.mkdir()
+    shutil.copy(mini_data[1] / "prompts_inputs.npy", inputs)
+    completed = subprocess.run([sys.executable, "-c", MEASURE_PROBE, str(inputs), str(out), device], cwd=tmp_path,
+                               capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr
+    result = json.loads((out / "result.json").read_text())
+    assert result["passes"] == 1
+    assert ("gpu_seconds" in result) == (device == "gpu")
+    if device == "gpu":
+        assert result["gpu_seconds"] > 0
+    prompts = np.load(inputs / "prompts_inputs.npy")
+    assert np.load(out / "output.npy").shape == (1, *prompts.shape[:2], CONTEXT + NEW_TOKENS)

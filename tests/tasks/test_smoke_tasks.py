@@ -187,7 +187,8 @@ def test_spec_matches_schema_and_assets(task):
     assert (assets / "reference" / spec["reference"]["script"]).is_file()
     assert spec["metric"]["direction"] == {"vectorization": "minimize", "diabetes": "minimize",
                                            "digits": "maximize"}[task]
-    assert spec["baseline"]["mini"] > 0 and spec["baseline"]["tolerance"] > 0
+    built = task_spec(task)
+    assert built.baseline["mini"] > 0 and built.tolerance("mini") > 0
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -240,9 +241,9 @@ def test_hidden_answers_are_not_public(task, prepared):
 @pytest.mark.slow
 @pytest.mark.parametrize("task", TASKS)
 def test_starter_reproduces_recorded_baseline(task, runs):
-    spec = load_spec(task)
+    built = task_spec(task)
     score, seconds, stdout = runs(task, reference=False)
-    baseline, tolerance = spec["baseline"]["mini"], spec["baseline"]["tolerance"]
+    baseline, tolerance = built.baseline["mini"], built.tolerance("mini")
     assert abs(score - baseline) <= tolerance * abs(baseline), (
         f"starter scored {score:.6g}; spec records baseline {baseline} +/- {tolerance:.0%}\n{stdout}")
 
@@ -254,7 +255,7 @@ def test_reference_beats_baseline(task, runs):
     baseline, _, _ = runs(task, reference=False)
     score, seconds, stdout = runs(task, reference=True)
     required = spec["success"]["improvement"]
-    for against in (baseline, spec["baseline"]["mini"]):
+    for against in (baseline, task_spec(task).baseline["mini"]):
         gain = improvement(task, score, against)
         assert gain > required, (f"reference scored {score:.6g} vs baseline {against:.6g}: "
                                  f"{gain:+.1%}, needs > {required:.0%}\n{stdout}")
@@ -396,12 +397,46 @@ def test_missing_empty_or_garbled_file_is_rejected(task, prepared, tmp_path):
 def test_vectorization_line_references_match_the_starter():
     """data_description.txt and the spec point the agent at line numbers of env/train.py."""
     lines = (ASSETS / "vectorization" / "env" / "train.py").read_text().splitlines()
-    assert lines[56 - 1].strip().startswith("def forward(")
-    assert lines[89 - 1].strip() == "return output" and lines[90 - 1].strip() == ""
-    assert lines[69 - 1].strip().startswith("# The loops below")
-    assert lines[85 - 1].strip() == "image_portion, kernel_matrix, bias)"
-    assert "lines 56-89" in (ASSETS / "vectorization" / "env" / "data_description.txt").read_text()
-    assert "lines 69-85" in load_spec("vectorization")["description"]
+    assert lines[62 - 1].strip().startswith("def forward(")
+    assert lines[96 - 1].strip() == "return output" and lines[97 - 1].strip() == ""
+    assert lines[76 - 1].strip().startswith("# The loops below")
+    assert lines[92 - 1].strip() == "image_portion, kernel_matrix, bias)"
+    assert "lines 62-96" in (ASSETS / "vectorization" / "env" / "data_description.txt").read_text()
+    assert "lines 76-92" in load_spec("vectorization")["description"]
+
+
+def test_vectorization_workload_is_the_originals(tmp_path):
+    """Both variants hold the original's case (MLAgentBench's vectorization train.py: a (32, 64, 64, 3)
+    batch, Conv2DLayer(3, 8, 3, 2, 2, 'relu')), and the starter's main() times the same one."""
+    spec = load_spec("vectorization")
+    cases = []
+    for variant in ("mini", "full"):
+        public, hidden = tmp_path / variant / "public", tmp_path / variant / "hidden"
+        load_function("vectorization", spec["data"][variant]["prepare"])(public, hidden, SEED)
+        with np.load(hidden / "conv_case.npz") as case:
+            cases.append({name: case[name] for name in case.files})
+    assert all(np.array_equal(cases[0][name], cases[1][name]) for name in cases[0])
+    config = json.loads(str(cases[0]["config"]))
+    assert config == {"batch_shape": [32, 64, 64, 3], "num_filters": 8, "kernel_size": 3, "stride": 2,
+                      "padding": 2, "activation": "relu"}
+    assert cases[0]["features"].shape == (32, 64, 64, 3) and cases[0]["expected"].shape == (32, 33, 33, 8)
+    source = (ASSETS / "vectorization" / "env" / "train.py").read_text()
+    assert "BATCH_SHAPE = (32, 64, 64, 3)" in source
+    assert all(f"{name} = {value}" in source for name, value in
+               [("NUM_FILTERS", 8), ("KERNEL_SIZE", 3), ("STRIDE", 2), ("PADDING", 2)])
+    assert spec["baseline"]["full"] == spec["baseline"]["mini"] == 1.0
+    assert (spec["limits"]["max_steps"], spec["limits"]["max_time"]) == (50, "5h")
+
+
+def test_vectorization_reference_convolution_matches_the_starter_loops():
+    """The grader's expected output (prepare.conv2d_reference) is what the starter's loops compute."""
+    conv2d_reference = load_function("vectorization", "prepare.py:conv2d_reference")
+    rng = np.random.default_rng(5)
+    features = rng.standard_normal((2, 11, 9, 3))
+    layer = load_function("vectorization", "env/train.py:Conv2DLayer")(3, 4, 3, 2, 2, "relu")
+    layer.kernel_matrices, layer.biases = rng.standard_normal((3, 3, 3, 4)), rng.standard_normal((1, 1, 1, 4))
+    expected = conv2d_reference(features, layer.kernel_matrices, layer.biases, 2, 2, "relu")
+    np.testing.assert_allclose(layer.forward(features), expected, rtol=1e-12, atol=1e-12)
 
 
 def test_extra_dataframe_index_gets_a_hint(prepared, tmp_path):
@@ -494,12 +529,12 @@ BROKEN_SOURCES = {
     "syntax error": ("def broken(:\n", "train.py: importing the module raised SyntaxError"),
     "exception in forward": (
         REFERENCE_TRAIN.read_text().replace(
-            "        padded_batch = add_padding(features_batch, self.padding)\n        batch_size, h_old, w_old, channels",
-            "        raise ValueError('boom in forward')\n        batch_size, h_old, w_old, channels"),
+            "        padding_size = self.padding if isinstance(self.padding, int) else 0\n        batch_size",
+            "        raise ValueError('boom in forward')\n        batch_size"),
         "train.py: Conv2DLayer.forward raised ValueError: boom in forward"),
     "incompatible constructor": (
-        REFERENCE_TRAIN.read_text().replace("stride: int, padding: int,", "stride: int,"),
-        "train.py: Conv2DLayer(3, 8, 3, 1, 1, 'relu') (then setting .kernel_matrices and .biases) raised "
+        REFERENCE_TRAIN.read_text().replace("stride: int, padding: int | None,", "stride: int,"),
+        "train.py: Conv2DLayer(3, 8, 3, 2, 2, 'relu') (then setting .kernel_matrices and .biases) raised "
         "TypeError"),
     "sys.exit at import": ("import sys\nsys.exit(3)\n", "train.py: importing the module raised SystemExit: 3"),
     "process killed": ("import os\nos._exit(3)\n", "exited with status 3 before reporting a result"),
