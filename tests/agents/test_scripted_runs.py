@@ -24,6 +24,8 @@ def diabetes_project(dest: Path) -> Path:
         shutil.copytree(REPO / folder, dest / folder)
     (dest / "specs/tasks").mkdir(parents=True)
     shutil.copy2(REPO / "specs/tasks/diabetes.yaml", dest / "specs/tasks/diabetes.yaml")
+    (dest / "specs/baselines").mkdir()
+    shutil.copy2(REPO / "specs/baselines/diabetes.yaml", dest / "specs/baselines/diabetes.yaml")
     (dest / "pytest.ini").write_text("")
     return dest
 

@@ -288,10 +288,7 @@ def test_a_waiting_run_says_so_in_its_status(tmp_path: Path) -> None:
     from pytest_mlab.runner import _lease_gpus
     from pytest_mlab.trace.progress import SETTING_UP, RunStatus, read_statuses
 
-    needs_gpu = SimpleNamespace(gpu=True)
-    plan = SimpleNamespace(run_id="t[mini-a-s0]", variant="mini",
-                           task=SimpleNamespace(requires=SimpleNamespace(gpu=False),
-                                                data={"mini": SimpleNamespace(requires=needs_gpu)}))
+    plan = SimpleNamespace(run_id="t[mini-a-s0]", needs_gpu=True)  # as a task whose variant needs one
     gpus = pool(tmp_path / "locks", ("0",))
     holder = gpus.lease("holder", required=True)
     got = []
