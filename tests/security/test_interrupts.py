@@ -63,10 +63,17 @@ def arguments(project: Path, backend: str, *extra: str) -> list[str]:
 
 
 def start(project: Path, backend: str, *extra: str) -> subprocess.Popen:
-    """A session in its own process group, as a terminal would run it; its output goes to session.log."""
+    """A session in its own process group, as a terminal would run it; its output goes to session.log.
+    Ctrl-C works as in a terminal even when this test suite was started in the background of a
+    shell without job control, which ignores SIGINT in everything it starts (and so in its children)."""
     with open(project / "session.log", "wb") as log:
         return subprocess.Popen([sys.executable, "-m", "pytest", *arguments(project, backend, *extra)], cwd=project,
-                                start_new_session=True, stdout=log, stderr=subprocess.STDOUT)
+                                start_new_session=True, stdout=log, stderr=subprocess.STDOUT,
+                                preexec_fn=_default_sigint)
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def trace_of(project: Path, agent: str) -> Path:
