@@ -54,6 +54,11 @@ class SandboxError(MlabError):
     """The sandbox itself failed (not the agent's code); the run is recorded as crashed."""
 
 
+class HostLost(SandboxError):
+    """The machine running a sandbox (a docker host) stopped answering mid-run: an infrastructure
+    failure, not the agent's; the run keeps its trace up to the last step and --mlab-resume runs it again."""
+
+
 class DataError(MlabError):
     """A task's data could not be prepared."""
 

@@ -33,6 +33,7 @@ class EndReason(_Word):
     PROVIDER_ERROR = "provider error"  # the LLM provider failed for good (rate limits, 5xx, connection, time-outs)
     BUDGET_SPENT = "budget spent"  # the session's --mlab-max-cost ran out during the run
     INTERRUPTED = "interrupted"
+    HOST_LOST = "host lost"  # the machine running the sandbox (a docker host) stopped answering
 
     @property
     def is_limit(self) -> bool:
@@ -42,13 +43,14 @@ class EndReason(_Word):
     @property
     def cut_short(self) -> bool:
         """The run did not end on its own terms: its workspace says nothing reliable about the agent."""
-        return self in (EndReason.CRASHED, EndReason.INTERRUPTED, EndReason.PROVIDER_ERROR, EndReason.BUDGET_SPENT)
+        return self in (EndReason.CRASHED, EndReason.INTERRUPTED, EndReason.PROVIDER_ERROR, EndReason.BUDGET_SPENT,
+                        EndReason.HOST_LOST)
 
     @property
     def harness_failed(self) -> bool:
         """The harness or its LLM provider stopped the run, not the agent: left out of the paper's
         success denominator and run again by --mlab-resume."""
-        return self in (EndReason.PROVIDER_ERROR, EndReason.BUDGET_SPENT)
+        return self in (EndReason.PROVIDER_ERROR, EndReason.BUDGET_SPENT, EndReason.HOST_LOST)
 
 
 LIMIT_ENDS = frozenset({EndReason.STEP_LIMIT, EndReason.TIME_LIMIT, EndReason.TOKEN_LIMIT, EndReason.NO_FINAL_ANSWER,
@@ -67,6 +69,7 @@ class Failure(_Word):
     INVALID_RESPONSES = "invalid responses"
     PROVIDER_ERROR = "provider error"
     BUDGET_SPENT = "budget spent"
+    HOST_LOST = "host lost"
     INVALID_SUBMISSION = "invalid submission"
     GRADER_ERROR = "grader error"  # the task's grader crashed: the harness failed, not the agent
     NO_BASELINE = "no baseline"

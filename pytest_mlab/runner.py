@@ -21,7 +21,7 @@ from pytest_mlab.agents import load_agent
 from pytest_mlab.data import prepare_data
 from pytest_mlab.env import Environment, ReadOnlyRules
 from pytest_mlab.env.deadline import RunTimedOut, deadline
-from pytest_mlab.errors import MlabError
+from pytest_mlab.errors import HostLost, MlabError
 from pytest_mlab.grading.claims import unmeasured_claims
 from pytest_mlab.grading.grader import grade_snapshot
 from pytest_mlab.grading.verdict import judge
@@ -32,6 +32,7 @@ from pytest_mlab.results.budget import Budget, Ledger, over_budget
 from pytest_mlab.results.record import JudgedBy, RunIdentity, RunResult
 from pytest_mlab.results.resume import finished_result
 from pytest_mlab.sandbox import SandboxOptions, open_sandbox
+from pytest_mlab.sandbox.docker_hosts import forget_host
 from pytest_mlab.sandbox.gpus import GpuPool
 from pytest_mlab.sandbox.registry import resolve_kind
 from pytest_mlab.spec.plan import RunPlan, Settings
@@ -137,7 +138,8 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
     options = sandbox_options(plan, gpus)
     with TraceWriter(trace_path, observer=status.observe) as trace, \
             open_sandbox(plan.sandbox, options=options) as sandbox:
-        identity, judged = RunIdentity.of_plan(plan, nodeid, sandbox.name, gpus), JudgedBy.of_plan(plan)
+        host = getattr(getattr(sandbox, "host", None), "name", None)  # docker: the daemon that runs it
+        identity, judged = RunIdentity.of_plan(plan, nodeid, sandbox.name, gpus, host), JudgedBy.of_plan(plan)
         trace.write({"type": "run", "session": session, **identity.to_record(), **judged.to_record(),
                      "limits": vars(plan.limits),
                      "actions": [a.name for a in plan.actions], "data_files": data_files})
@@ -166,6 +168,10 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
         except KeyboardInterrupt:
             interrupted = True
             env.end(EndReason.INTERRUPTED, "Ctrl-C")
+        except HostLost as exc:  # the machine under the sandbox went away: the harness's failure
+            infrastructure, detail = True, f"HostLost: {exc}"
+            env.end(EndReason.HOST_LOST, detail)
+            forget_host()  # this worker's next runs (and this one's grading) go to a host that answers
         except Exception as exc:  # an agent bug must still leave a graded, readable run
             detail = "".join(traceback.format_exception(exc))[-4000:]
             env.end(EndReason.CRASHED, detail)

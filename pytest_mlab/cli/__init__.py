@@ -19,10 +19,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_mlab import __version__
 from pytest_mlab.data import default_cache_dir, prepare_verbosely
 from pytest_mlab.errors import MlabError
+
+if TYPE_CHECKING:
+    from pytest_mlab.sandbox.docker_hosts import DockerHost
 from pytest_mlab.spec.library import SpecLibrary, build_task
 
 
@@ -39,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     clean = commands.add_parser("clean", help="remove the temp folders, cgroups and docker containers left by "
                                               "killed pytest-mlab sessions and workers")
     clean.add_argument("--all", action="store_true", help="also remove the docker containers of sessions still running")
+    clean.add_argument("--hosts", metavar="URL[,URL...]", default=None,
+                       help="docker daemons to clean instead of the environment's (as --mlab-docker-hosts names them)")
     clean.set_defaults(run=_clean)
     from pytest_mlab.cli.baseline import add_command as add_baseline
     from pytest_mlab.cli.results import add_commands
@@ -67,12 +73,30 @@ def _prepare(args: argparse.Namespace) -> int:
 
 def _clean(args: argparse.Namespace) -> int:
     """Leftovers whose creating process is gone (a killed session or worker); --all: every container.
-    Docker is skipped, with a note saying why, where it is not installed or not running."""
+    Docker is skipped, with a note saying why, where it is not installed or not running. --hosts:
+    the docker leftovers (containers, their workspace volumes, data volumes) on each named host
+    instead of the environment's daemon; a host that does not answer is named and skipped."""
+    from pytest_mlab.sandbox.docker_hosts import parse_hosts
     from pytest_mlab.sandbox.registry import remove_leftovers
 
-    for line in remove_leftovers(everything=args.all, skip_unreachable=True).lines():
+    hosts = parse_hosts(args.hosts, "--hosts") if args.hosts else ()
+    kinds = [kind for kind in ("local", "bwrap") if hosts] or None
+    for line in remove_leftovers(kinds, everything=args.all, skip_unreachable=True).lines():
         print(line)
+    for host in hosts:
+        print(_clean_host(host, args.all))
     return 0
+
+
+def _clean_host(host: "DockerHost", everything: bool) -> str:
+    from pytest_mlab.sandbox.docker import remove_leftovers as remove_docker_leftovers
+
+    try:
+        removed = remove_docker_leftovers(everything=everything, hosts=(host,))
+    except MlabError as exc:
+        return f"docker host {host.name}: not checked: {exc}"
+    names = "".join(f"\n  {name}" for name in removed)
+    return f"docker host {host.name}: removed {len(removed)} container(s) and volume(s){names}"
 
 
 if __name__ == "__main__":

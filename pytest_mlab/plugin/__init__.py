@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from pytest_mlab.errors import MlabError, SpecError, UsageError
-from pytest_mlab.plugin.options import GPU_POOL, add_options, allow_skips, gpu_pool, read_settings
+from pytest_mlab.plugin.options import (DOCKER_HOSTS, GPU_POOL, add_options, allow_skips, docker_hosts, gpu_pool,
+                                        read_settings)
 from pytest_mlab.plugin.state import SESSION, SETTINGS, project_of, run_items
 from pytest_mlab.spec.suffixes import SPEC_SUFFIXES
 
@@ -40,6 +41,7 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = read_settings(config)
         skips_allowed = allow_skips(config)
         config.stash[GPU_POOL] = gpu_pool(config, settings.out_dir)
+        config.stash[DOCKER_HOSTS] = docker_hosts(config)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[SETTINGS] = settings
@@ -56,6 +58,9 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError("--llm=human reads your answers from the terminal, which pytest-xdist workers "
                                     "do not have: drop -n (and --dist) to play the agent yourself")
     config.stash[SESSION] = session_id(getattr(config, "workerinput", None))
+    from pytest_mlab.sandbox.docker_hosts import use_pool
+
+    use_pool(config.stash[DOCKER_HOSTS], getattr(config, "workerinput", {}).get("workerid"), config.stash[SESSION])
     if not hasattr(config, "workerinput"):
         from pytest_mlab.plugin.reporter import ResultsReporter
 

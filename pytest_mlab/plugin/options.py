@@ -11,6 +11,7 @@ import pytest
 from pytest_mlab.data.location import default_cache_dir
 from pytest_mlab.errors import UsageError
 from pytest_mlab.sandbox import SANDBOX_KINDS
+from pytest_mlab.sandbox.docker_hosts import DockerHost, parse_hosts
 from pytest_mlab.sandbox.gpus import GpuPool, parse_gpus
 from pytest_mlab.sandbox.registry import sandbox_unavailable
 from pytest_mlab.spec.plan import Settings
@@ -45,6 +46,10 @@ OPTIONS = (
     ("--mlab-gpus", "mlab_gpus", "GPUs the running items share out, each holding its own for its whole run: auto "
                                  "(those nvidia-smi lists), none, a count N (the first N) or indexes such as 0,1 "
                                  "(default: auto)", "auto"),
+    ("--mlab-docker-hosts", "mlab_docker_hosts", "docker daemons the workers spread over with --sandbox=docker, "
+                                                 "comma-separated: unix:///var/run/docker.sock, tcp://HOST:PORT, "
+                                                 "ssh://USER@HOST; remote ones get the workspace by archive "
+                                                 "(default: the environment's daemon, DOCKER_HOST)", None),
 )
 FLAGS = ("--mlab-resume", "--mlab-score-steps", "--mlab-allow-skips")  # on/off options; ini settings take true/false
 LLM_SETTINGS = ("mlab_llm", "mlab_fast_llm", "mlab_edit_llm")
@@ -131,7 +136,15 @@ def allow_skips(config: pytest.Config) -> bool:
     return _switch(*_value(config, "mlab_allow_skips", None))
 
 
+DOCKER_HOSTS = pytest.StashKey[tuple[DockerHost, ...]]()  # --mlab-docker-hosts: the pool (empty: DOCKER_HOST)
 GPU_POOL = pytest.StashKey[GpuPool]()  # --mlab-gpus: the GPUs this process's items lease
+
+
+def docker_hosts(config: pytest.Config) -> tuple[DockerHost, ...]:
+    """--mlab-docker-hosts: a malformed URL is a usage error before anything runs; whether each
+    host answers is asked by the first docker sandbox of each worker."""
+    value, source = _value(config, "mlab_docker_hosts", None)
+    return parse_hosts(value, source)
 
 
 def gpu_pool(config: pytest.Config, out_dir: Path) -> GpuPool:

@@ -26,7 +26,7 @@ PLOTS = ("success_rate.png", "improvement.png", "failures.png", "cost.png", "eff
 SYMLOG_ABOVE = 1.0  # an improvement beyond +-100% turns the improvement axis symmetric-logarithmic
 SYMLOG_LINEAR = 0.1  # ... linear within +-10%
 # failures of the harness, not the agent: hatched in the failure figure
-HARNESS_FAILURES = frozenset({Failure.PROVIDER_ERROR, Failure.BUDGET_SPENT})
+HARNESS_FAILURES = frozenset({Failure.PROVIDER_ERROR, Failure.BUDGET_SPENT, Failure.HOST_LOST})
 
 Value = Callable[[str, str], "float | None"]
 

@@ -32,11 +32,14 @@ class RunIdentity:
     # the GPUs (nvidia-smi indexes) the run held, grading included (--mlab-gpus); keyword-only with
     # a default, so results written before it existed still load
     gpus: list[str] = field(default_factory=list, kw_only=True)
+    # the docker daemon that ran it (--mlab-docker-hosts); None for other sandboxes
+    host: str | None = field(default=None, kw_only=True)
 
     @classmethod
-    def of_plan(cls, plan: RunPlan, nodeid: str, sandbox: str, gpus: Sequence[str] | None = None) -> "RunIdentity":
+    def of_plan(cls, plan: RunPlan, nodeid: str, sandbox: str, gpus: Sequence[str] | None = None,
+                host: str | None = None) -> "RunIdentity":
         return cls(nodeid=nodeid, run_id=plan.run_id, task=plan.task.name, agent=plan.agent.name, llm=plan.llm,
-                   seed=plan.seed, variant=plan.variant, sandbox=sandbox, gpus=list(gpus or ()))
+                   seed=plan.seed, variant=plan.variant, sandbox=sandbox, gpus=list(gpus or ()), host=host)
 
     @classmethod
     def from_record(cls, record: dict[str, Any], fallback_run_id: str) -> "RunIdentity":
@@ -44,7 +47,7 @@ class RunIdentity:
         return cls(nodeid=record.get("nodeid", "?"), run_id=record.get("run_id", fallback_run_id),
                    task=record.get("task", "?"), agent=record.get("agent", "?"), llm=record.get("llm"),
                    seed=record.get("seed", 0), variant=record.get("variant", "?"), sandbox=record.get("sandbox", "?"),
-                   gpus=list(record.get("gpus", ())))
+                   gpus=list(record.get("gpus", ())), host=record.get("host"))
 
     def to_record(self) -> dict[str, Any]:
         return {item.name: getattr(self, item.name) for item in fields(RunIdentity)}

@@ -35,15 +35,18 @@ import re
 import socket
 import stat
 import time
+import warnings
 import weakref
 from pathlib import Path
 from typing import Any, Callable
 
-from pytest_mlab.errors import SandboxError
+from pytest_mlab.errors import HostLost, SandboxError
 from pytest_mlab.sandbox.base import ExecResult, Sandbox, SandboxOptions, memory_limit_notice, signal_exit_code
 from pytest_mlab.sandbox.capture import Output, feed_stdin, start_thread
 from pytest_mlab.sandbox.docker_image import (DEFAULT_IMAGE, build_task_image, ensure_image, host_init, host_python,
                                               host_runtime_binds, uses_host_runtime)
+from pytest_mlab.sandbox.docker_hosts import (DockerHost, DockerHostWarning, current_host, forget_host, host_answers,
+                                              hosts_to_clean)
 from pytest_mlab.sandbox.environ import clean_environment
 from pytest_mlab.sandbox.gpus import cuda_environment
 from pytest_mlab.sandbox.owner import owner_gone, owner_label
@@ -69,9 +72,15 @@ _READ_GRACE_S = 2.0
 # The daemon
 
 
-@functools.lru_cache(maxsize=None)
 def connect() -> Any:
-    """A docker client for this process, or a SandboxError saying what to install or start."""
+    """A docker client for this process's host (``--mlab-docker-hosts``, else the environment's
+    daemon), or a SandboxError saying what to install or start."""
+    host = current_host()
+    return host.client() if host.url else _environment_client()
+
+
+@functools.lru_cache(maxsize=None)
+def _environment_client() -> Any:
     try:
         import docker
     except ImportError:
@@ -105,17 +114,38 @@ def unreachable_reason() -> str | None:
     return _failure(connect)
 
 
-def remove_leftovers(*, everything: bool = False) -> list[str]:
+def remove_leftovers(*, everything: bool = False, hosts: tuple[DockerHost, ...] | None = None) -> list[str]:
     """Remove pytest-mlab containers whose creating process is gone (all of them with
-    ``everything``); returns the names removed. Containers of running sessions are kept."""
+    ``everything``), with their workspace volumes, and the data volumes no container uses whose
+    session is over; on every host of the pool (``hosts``: these instead). Returns the names
+    removed, prefixed with the host where there are several. Containers of running sessions are kept."""
+    from pytest_mlab.sandbox.docker_remote import remove_data_volumes
+
+    chosen = hosts_to_clean() if hosts is None else hosts
+    removed = []
+    for host in chosen:
+        prefix = f"{host.name}: " if len(chosen) > 1 else ""
+        try:
+            client = host.client() if host.url else _environment_client()
+            names = [*_remove_containers(client, everything), *remove_data_volumes(client, everything=everything)]
+        except Exception as exc:  # a host of several that stopped answering must not stop the others
+            if len(chosen) == 1:
+                raise
+            warnings.warn(DockerHostWarning(f"docker host {host.name} not cleaned: {exc}"), stacklevel=2)
+            continue
+        removed.extend(prefix + name for name in names)
+    return removed
+
+
+def _remove_containers(client: Any, everything: bool) -> list[str]:
     from docker.errors import APIError, NotFound
 
     removed = []
     # ignore_removed: a container another session removes between listing and inspecting is not an error
-    for container in connect().containers.list(all=True, filters={"label": LABEL}, ignore_removed=True):
+    for container in client.containers.list(all=True, filters={"label": LABEL}, ignore_removed=True):
         if everything or owner_gone(container.labels.get(OWNER_LABEL, "")):
             try:
-                container.remove(force=True)
+                container.remove(force=True, v=True)  # v: its anonymous volumes (a remote workspace) too
             except NotFound:
                 continue
             except APIError as exc:
@@ -127,7 +157,7 @@ def remove_leftovers(*, everything: bool = False) -> list[str]:
 def _remove_container(client: Any, container_id: str) -> None:
     """Finalizer: must not reference the sandbox."""
     try:
-        client.api.remove_container(container_id, force=True)
+        client.api.remove_container(container_id, force=True, v=True)
     except Exception:  # already gone, or the daemon is; the next session start removes it
         pass
 
@@ -147,25 +177,38 @@ class DockerSandbox(OnHostWorkspace, Sandbox):
     """Workspace = host directory bind-mounted into a container; commands = docker execs."""
 
     name = "docker"
+    kill_script = _KILL_ALL  # run as the sandbox user after each command; prints the OOM counters
 
     def __init__(self, workspace: Path | None = None, *, base_env: dict[str, str] | None = None,
                  options: SandboxOptions | None = None, image: str | None = None) -> None:
         self.options = options or SandboxOptions()
         self._base_env = dict(base_env or {})
+        self.host = self._daemon()
         self._client = connect()
-        if image is None and self.options.image is None and self.options.dockerfile is not None:
-            image = build_task_image(self._client, self.options.dockerfile)
-        self.image = image or self.options.image or DEFAULT_IMAGE
-        ensure_image(self._client, self.image)
+        self.image = self._image(image)
         self._host_runtime = uses_host_runtime(self._client, self.image)
         self.python = host_python() if self._host_runtime else "python3"
-        self._as_root = os.getuid() == 0
+        self._as_root = os.getuid() == 0 or self.host.remote  # remotely, nothing is shared with this user
         uid, gid = (SANDBOX_UID, SANDBOX_UID) if self._as_root else (os.getuid(), os.getgid())
         self.user = f"{uid}:{gid}"
         self.files = HostWorkspace(workspace, sandbox=self.name, may_link=_linkable)
         self._container: Any = None
         self._oom_kills = 0
+        self._init_pid = 0  # the container's init on this machine, for its cgroup's CPU counter
+        self._kill_report: bytes | None = None  # what kill_script printed after the last command
         self._remove = None
+
+    def _daemon(self) -> DockerHost:
+        """The host whose daemon runs this sandbox: this process's (see docker_hosts)."""
+        return current_host()
+
+    def _image(self, image: str | None) -> str:
+        """The image to run, built or checked on this sandbox's daemon."""
+        if image is None and self.options.image is None and self.options.dockerfile is not None:
+            image = build_task_image(self._client, self.options.dockerfile, host=self.host)
+        chosen = image or self.options.image or DEFAULT_IMAGE
+        ensure_image(self._client, chosen)
+        return chosen
 
     # -- files ---------------------------------------------------------------------------------
 
@@ -210,7 +253,7 @@ class DockerSandbox(OnHostWorkspace, Sandbox):
                 name=f"{name}-{os.getpid()}-{id(self) & 0xFFFFFF:x}",
                 labels={LABEL: "1", OWNER_LABEL: owner_label(), RUN_LABEL: self.options.label},
                 network_mode="bridge" if self.options.network else "none",
-                mounts=self._mounts(), tmpfs={"/tmp": f"rw,exec,nosuid,nodev,size={memory},mode=1777"},
+                mounts=self._mounts(), tmpfs=self._tmpfs(memory),
                 read_only=True,
                 mem_limit=memory, memswap_limit=memory, pids_limit=self.options.pids or DEFAULT_PIDS,
                 nano_cpus=int(cpus * 1e9), cap_drop=["ALL"], security_opt=["no-new-privileges"],
@@ -220,6 +263,7 @@ class DockerSandbox(OnHostWorkspace, Sandbox):
                                f"{getattr(exc, 'explanation', None) or exc}") from exc
         self._remove = weakref.finalize(self, _remove_container, self._client, container.id)
         try:
+            self._before_start(container)
             container.start()
         except DockerException as exc:
             self._remove()
@@ -227,9 +271,18 @@ class DockerSandbox(OnHostWorkspace, Sandbox):
                                f"{getattr(exc, 'explanation', None) or exc}") from exc
         return container
 
+    def _tmpfs(self, memory: int) -> dict[str, str]:
+        """The private /tmp (and HOME in it), counted in the memory limit."""
+        return {"/tmp": f"rw,exec,nosuid,nodev,size={memory},mode=1777"}
+
+    def _before_start(self, container: Any) -> None:
+        """What goes into a created container before its first process (nothing: the workspace is mounted)."""
+
     def _ensure_container(self) -> Any:
         if self._container is None:
             self._container = self._start()
+            self._container.reload()
+            self._init_pid = int(self._container.attrs.get("State", {}).get("Pid") or 0)
             self._run_as_user(f"mkdir -p {HOME}")
         return self._container
 
@@ -247,15 +300,18 @@ class DockerSandbox(OnHostWorkspace, Sandbox):
         """End everything commands started; True when the memory limit killed something since last time."""
         from docker.errors import DockerException
 
-        report = self._run_as_user(_KILL_ALL)
+        report = self._run_as_user(self.kill_script)
         if report is None:  # no process can start (pids limit): take the whole container down
             report = b""
             try:
                 self._container.kill()
                 self._container.start()
+                self._container.reload()
+                self._init_pid = int(self._container.attrs.get("State", {}).get("Pid") or 0)
                 self._run_as_user(f"mkdir -p {HOME}")
             except DockerException as exc:
                 raise SandboxError(f"cannot restart the sandbox's container: {exc}") from exc
+        self._kill_report = report
         counts = [int(value) for value in _OOM_KILLS.findall(report)]
         if not counts:
             return False
@@ -274,14 +330,27 @@ class DockerSandbox(OnHostWorkspace, Sandbox):
 
     def exec(self, argv: list[str], *, timeout: float, output_limit: int, env: dict[str, str] | None = None,
              stdin: str | None = None) -> ExecResult:
-        from docker.errors import DockerException
-
         self.files.check_open()
         if not argv:
             raise SandboxError("exec needs a command to run, got an empty argv")
+        try:
+            return self._exec(argv, timeout=timeout, output_limit=output_limit, env=env, stdin=stdin)
+        except HostLost:
+            raise
+        except Exception as exc:
+            if not host_answers(self._client):
+                raise HostLost(f"the docker host {self.host.name} stopped answering while running {argv[0]!r} "
+                               f"({type(exc).__name__}: {exc}); the run is an infrastructure failure, and "
+                               "--mlab-resume runs it again") from exc
+            raise
+
+    def _exec(self, argv: list[str], *, timeout: float, output_limit: int, env: dict[str, str] | None,
+              stdin: str | None) -> ExecResult:
+        from docker.errors import DockerException
+
         container = self._ensure_container()
         self._hand_over()
-        cpu_before = _cpu_seconds(container)
+        cpu_before = self._cpu_seconds(container)
         started = time.monotonic()
         api = self._client.api
         try:
@@ -305,7 +374,7 @@ class DockerSandbox(OnHostWorkspace, Sandbox):
             _shutdown(raw, socket.SHUT_RDWR)
             reader.join(_READ_GRACE_S)
             stream.close()
-        cpu_after = _cpu_seconds(container)  # after the kill: what the command left running is counted too
+        cpu_after = self._cpu_seconds(container)  # after the kill: what the command left running is counted too
         stderr = output.stderr.text()
         if out_of_memory:
             stderr += memory_limit_notice(self.options.memory or DEFAULT_MEMORY)
@@ -315,6 +384,22 @@ class DockerSandbox(OnHostWorkspace, Sandbox):
             duration=time.monotonic() - started, truncated_bytes=output.truncated_bytes,
             cpu_time=cpu_after - cpu_before if cpu_before is not None and cpu_after is not None
             and cpu_after >= cpu_before else None)
+
+    def _cpu_seconds(self, container: Any) -> float | None:
+        """CPU seconds (user + system) the container's cgroup has used so far: every process of the
+        container, reaped or not, read where nothing running inside can change it (its cgroup file
+        system is read-only there). A local daemon's counter is read on this machine; a remote one's
+        by a ``cat`` run after the command's processes are gone; the daemon's stats (a second per
+        call) only where neither works. None when the counter was restarted with the container."""
+        if not self.host.remote and self._init_pid:
+            seconds = _host_cgroup_cpu(self._init_pid)
+            if seconds is not None:
+                return seconds
+        elif self.host.remote:
+            seconds = cgroup_cpu_seconds((self._run_as_user(_READ_CPU) or b"").decode(errors="replace"))
+            if seconds is not None:
+                return seconds
+        return _stats_cpu_seconds(container)
 
     # -- lifetime ------------------------------------------------------------------------------
 
@@ -326,6 +411,21 @@ class DockerSandbox(OnHostWorkspace, Sandbox):
         self.files.close()
 
 
+def open_docker(workspace: Path | None = None, **kwargs: Any) -> DockerSandbox:
+    """The docker sandbox of this process's host: bind mounts for a local daemon, archives and
+    volumes for a remote one (see :mod:`.docker_remote`). A host that stopped answering since the
+    last sandbox is dropped here, so the item goes to one that answers."""
+    host = current_host()
+    if host.url and not host_answers(host.client()):
+        forget_host()
+        host = current_host()  # warns of the lost one; a SandboxError when none is left
+    if host.remote:
+        from pytest_mlab.sandbox.docker_remote import RemoteDockerSandbox
+
+        return RemoteDockerSandbox(workspace, **kwargs)
+    return DockerSandbox(workspace, **kwargs)
+
+
 def device_requests(client: Any, options: SandboxOptions) -> list[Any]:
     """The GPUs the container gets: those assigned to the item (``options.gpus``), or, where no
     assignment was made, every GPU when the task needs one. Where docker cannot pass GPUs through,
@@ -334,24 +434,63 @@ def device_requests(client: Any, options: SandboxOptions) -> list[Any]:
 
     if not options.passes_gpus:
         return []
-    if not _has_gpu(client):
+    if not _has_gpu(client, current_host().remote):
         if options.gpu:
             raise SandboxError(f"{options.label or 'the run'} needs a GPU, but docker here cannot pass one into "
                                "a container (no /dev/nvidia0, or no NVIDIA runtime in `docker info`): install the "
                                "NVIDIA Container Toolkit, or choose --sandbox=bwrap")
         return []
-    if options.gpus is None:
-        return [DeviceRequest(count=-1, capabilities=[["gpu"]])]
+    if options.gpus is None or current_host().remote:  # a remote host's GPUs are not this machine's to share out
+        return [DeviceRequest(count=-1, capabilities=[["gpu"]])] if options.gpu or options.gpus else []
     return [DeviceRequest(device_ids=list(options.gpus), capabilities=[["gpu"]])]
 
 
-def _has_gpu(client: Any) -> bool:
-    """A GPU is passed through only when the host has one and docker has the NVIDIA runtime hook."""
+def _has_gpu(client: Any, remote: bool) -> bool:
+    """A GPU is passed through only when the host has one (a remote host's own devices cannot be
+    looked at from here: its NVIDIA runtime stands for them) and docker has the NVIDIA runtime hook."""
     runtimes = client.info().get("Runtimes", {})
-    return Path("/dev/nvidia0").exists() and ("nvidia" in runtimes or any("nvidia" in str(r) for r in runtimes.values()))
+    return (remote or Path("/dev/nvidia0").exists()) and ("nvidia" in runtimes or any("nvidia" in str(r) for r in runtimes.values()))
 
 
-def _cpu_seconds(container: Any) -> float | None:
+_CPU_FILES = ("cpuacct/cpuacct.usage", "cpu,cpuacct/cpuacct.usage", "cpu.stat")  # cgroup v1 (ns), v2 (usage_usec)
+_READ_CPU = "cat " + " ".join(f"/sys/fs/cgroup/{name}" for name in _CPU_FILES) + " 2>/dev/null; true"
+
+
+def cgroup_cpu_seconds(text: str) -> float | None:
+    """CPU seconds from a cgroup's counter file: v1's cpuacct.usage (nanoseconds) or v2's cpu.stat."""
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) == 1 and words[0].isdigit():
+            return int(words[0]) / 1e9
+        if len(words) == 2 and words[0] == "usage_usec" and words[1].isdigit():
+            return int(words[1]) / 1e6
+    return None
+
+
+def _host_cgroup_cpu(pid: int) -> float | None:
+    """The CPU counter of the cgroup process ``pid`` (the container's init) is in, read on this machine."""
+    try:
+        with open(f"/proc/{pid}/cgroup") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _id, controllers, path = line.split(":", 2)
+        folders = [f"/sys/fs/cgroup/{c}" for c in controllers.split(",") if c in ("cpuacct", "cpu")] if controllers \
+            else ["/sys/fs/cgroup"]
+        for folder in folders:
+            for name in ("cpuacct.usage", "cpu.stat"):
+                try:
+                    with open(f"{folder}{path}/{name}") as counter:
+                        seconds = cgroup_cpu_seconds(counter.read())
+                except OSError:
+                    continue
+                if seconds is not None:
+                    return seconds
+    return None
+
+
+def _stats_cpu_seconds(container: Any) -> float | None:
     """CPU seconds (user + system) the container's cgroup has used so far, from the daemon's
     stats (the cgroup's own counter: every process of the container, reaped or not). Read by the
     harness, outside the container: nothing running inside can change it (its cgroup file system

@@ -24,12 +24,17 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from pytest_mlab.errors import SandboxError
+from pytest_mlab.sandbox.docker_hosts import DockerHost, host_lock
 
 #: The locally built image every container uses unless another one is named.
 DEFAULT_IMAGE = "pytest-mlab/host-runtime:1"
 #: The label that marks the default image and every image built from it.
 HOST_RUNTIME_LABEL = ("pytest-mlab.image", "host-runtime")
 TASK_IMAGE_REPOSITORY = "pytest-mlab/task"
+#: The image remote hosts run unless a task names its own: it brings its own Python and packages,
+#: made by the project's Dockerfile (hosts that reach a registry) or imported from a runtime
+#: tarball (``pytest-mlab image``), since a remote daemon cannot mount the harness's runtime.
+RUNTIME_IMAGE = "pytest-mlab/runtime:1"
 
 
 def uses_host_runtime(client: Any, image: str) -> bool:
@@ -41,28 +46,38 @@ def uses_host_runtime(client: Any, image: str) -> bool:
     return labels.get(HOST_RUNTIME_LABEL[0]) == HOST_RUNTIME_LABEL[1]
 
 
-def build_task_image(client: Any, dockerfile: Path) -> str:
-    """Build a task's Dockerfile (its folder is the context) without network; the tag is a digest
-    of the context, so a changed Dockerfile or requirements file gets a new image and an unchanged
-    one is built once."""
-    from docker.errors import BuildError, DockerException, ImageNotFound
+def build_task_image(client: Any, dockerfile: Path, *, host: DockerHost | None = None) -> str:
+    """Build a task's Dockerfile (its folder is the context, sent through the SDK to ``host``'s
+    daemon) without network; the tag is a digest of the context, so a changed Dockerfile or
+    requirements file gets a new image and an unchanged one is built once per host, however
+    many workers ask for it at once."""
+    from docker.errors import ImageNotFound
 
     context = dockerfile.parent
     digest = hashlib.sha256()
     for path in sorted(p for p in context.rglob("*") if p.is_file()):
         digest.update(path.relative_to(context).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     tag = f"{TASK_IMAGE_REPOSITORY}:{digest.hexdigest()[:16]}"
-    try:
-        client.images.get(tag)
-        return tag
-    except ImageNotFound:
-        pass
-    ensure_image(client, DEFAULT_IMAGE)  # so that FROM pytest-mlab/host-runtime:1 works offline
+    with host_lock(host or DockerHost(), tag):
+        try:
+            client.images.get(tag)
+            return tag
+        except ImageNotFound:
+            pass
+        _build(client, dockerfile, tag, remote=(host or DockerHost()).remote)
+    return tag
+
+
+def _build(client: Any, dockerfile: Path, tag: str, *, remote: bool) -> None:
+    from docker.errors import BuildError, DockerException
+
+    if not remote:
+        ensure_image(client, DEFAULT_IMAGE)  # so that FROM pytest-mlab/host-runtime:1 works offline
     try:
         # The SDK asks for the classic builder, where rm removes a step's container once the step
         # succeeds and forcerm also removes the failed step's (BuildKit makes no such containers).
-        client.images.build(path=str(context), dockerfile=dockerfile.name, tag=tag, rm=True, forcerm=True,
-                            pull=False, network_mode="none")
+        client.images.build(path=str(dockerfile.parent), dockerfile=dockerfile.name, tag=tag, rm=True,
+                            forcerm=True, pull=False, network_mode="none")
     except BuildError as exc:
         chunks = list(exc.build_log)
         remove_images_made(client, chunks)
@@ -72,7 +87,6 @@ def build_task_image(client: Any, dockerfile: Path) -> str:
     except DockerException as exc:
         raise SandboxError(f"building the task's docker image from {dockerfile} failed: "
                            f"{getattr(exc, 'explanation', None) or exc}") from exc
-    return tag
 
 
 _STEP = re.compile(r"Step \d+/\d+ : (\S+).*")

@@ -56,7 +56,7 @@ class Backend:
 _BACKENDS: dict[str, Backend] = {
     "local": Backend(_lazy("local", "LocalSandbox"), lambda: None),
     "bwrap": Backend(_lazy("bwrap", "BwrapSandbox"), _lazy("bwrap", "unavailable_reason")),
-    "docker": Backend(_lazy("docker", "DockerSandbox"), _lazy("docker", "unavailable_reason"),
+    "docker": Backend(_lazy("docker", "open_docker"), _lazy("docker", "unavailable_reason"),
                       Leftovers("container", unreachable=_lazy("docker", "unreachable_reason"),
                                 remove=_lazy("docker", "remove_leftovers"))),
 }

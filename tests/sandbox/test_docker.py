@@ -208,7 +208,7 @@ def test_the_registry_removes_a_dead_process_container_and_says_when_the_daemon_
     [removed] = remove_leftovers("docker").backends
     assert removed.kind == "docker" and removed.names and removed.unchecked is None
     assert mlab_containers(**{"pytest-mlab.run": "registry-probe"}) == []
-    monkeypatch.setattr(backend, "connect", backend.connect.__wrapped__)
+    monkeypatch.setattr(backend, "_environment_client", backend._environment_client.__wrapped__)
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     with pytest.raises(SandboxError, match="daemon is not reachable"):
         remove_leftovers("docker")
@@ -231,7 +231,7 @@ def test_clear_errors_when_the_sdk_the_daemon_or_the_image_is_missing(monkeypatc
 
     with pytest.raises(SandboxError, match="docker pull no-such/image:0"):
         ensure_image(backend.connect(), "no-such/image:0")
-    monkeypatch.setattr(backend, "connect", backend.connect.__wrapped__)
+    monkeypatch.setattr(backend, "_environment_client", backend._environment_client.__wrapped__)
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     with pytest.raises(SandboxError, match="daemon is not reachable.*start it"):
         backend.connect()

@@ -374,7 +374,7 @@ def test_docker_requests_the_assigned_gpus_only(monkeypatch: pytest.MonkeyPatch)
     pytest.importorskip("docker")
     from pytest_mlab.sandbox import docker
 
-    monkeypatch.setattr(docker, "_has_gpu", lambda client: True)
+    monkeypatch.setattr(docker, "_has_gpu", lambda client, remote: True)
     daemon = FakeDaemon({"nvidia": {}})
     (request,) = docker.device_requests(daemon, SandboxOptions(gpus=("1", "3")))
     assert (request["DeviceIDs"], request["Capabilities"], request["Count"]) == (["1", "3"], [["gpu"]], 0)
@@ -387,7 +387,7 @@ def test_docker_without_gpu_support_fails_a_task_that_needs_one(monkeypatch: pyt
     pytest.importorskip("docker")
     from pytest_mlab.sandbox import docker
 
-    monkeypatch.setattr(docker, "_has_gpu", lambda client: False)
+    monkeypatch.setattr(docker, "_has_gpu", lambda client, remote: False)
     daemon = FakeDaemon({"runc": {}})
     assert docker.device_requests(daemon, SandboxOptions(gpus=("0",))) == []  # runs on the CPU
     with pytest.raises(SandboxError, match="t\\[mini\\] needs a GPU, but docker here cannot pass one into a "
@@ -400,7 +400,7 @@ def test_the_daemon_gets_the_device_request(monkeypatch: pytest.MonkeyPatch) -> 
     """No GPU here, so the daemon refuses a container asking for GPU 0: proof the request reached it."""
     from pytest_mlab.sandbox import docker
 
-    monkeypatch.setattr(docker, "_has_gpu", lambda client: True)
+    monkeypatch.setattr(docker, "_has_gpu", lambda client, remote: True)
     with open_sandbox("docker", options=SandboxOptions(gpus=("0",), label="gpu-request")) as box:
         with pytest.raises(SandboxError, match="cannot start a docker container .*(gpu|device)"):
             box.exec(["true"], timeout=30, output_limit=1000)
@@ -450,3 +450,17 @@ def test_xdist_workers_share_the_machines_gpus(pytester, toy_project, mlab_cache
     runs = read_results(toy_project)["runs"]
     assert [len(run["gpus"]) for run in runs] == [1, 1]  # auto: each held one of the four nvidia-smi lists
     assert {gpu for run in runs for gpu in run["gpus"]} <= {"0", "1", "2", "3"}
+
+
+def test_a_remote_host_gets_every_gpu_for_a_task_that_needs_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This machine's GPU ids mean nothing on another host: a task needing a GPU gets the host's GPUs."""
+    pytest.importorskip("docker")
+    from pytest_mlab.sandbox import docker
+    from pytest_mlab.sandbox.docker_hosts import DockerHost
+
+    monkeypatch.setattr(docker, "current_host", lambda: DockerHost("tcp://gpu-box:2376"))
+    monkeypatch.setattr(docker, "_has_gpu", lambda client, remote: remote)
+    daemon = FakeDaemon({"nvidia": {}})
+    (every,) = docker.device_requests(daemon, SandboxOptions(gpus=("1",), gpu=True))
+    assert every["Count"] == -1 and not every.get("DeviceIDs")
+    assert docker.device_requests(daemon, SandboxOptions(gpus=(), gpu=False)) == []

@@ -1,0 +1,193 @@
+"""The docker backend on a remote daemon: nothing bind-mounted, the workspace moved by archive both
+ways, data sent once per host into a read-only volume, and the attacks an agent could try on
+that traffic. The "remote" daemon is a second dockerd on a loopback port (tests/sandbox/docker_daemons.py).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_mlab.errors import HostLost
+from pytest_mlab.sandbox import SandboxOptions, open_sandbox
+from pytest_mlab.sandbox import docker_hosts
+from pytest_mlab.sandbox.docker_hosts import parse_hosts, use_pool
+from pytest_mlab.sandbox.registry import sandbox_unavailable
+from tests.sandbox.docker_daemons import doomed_daemon, runtime_tarball_dir, second_daemon  # noqa: F401
+
+REASON = sandbox_unavailable("docker")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(REASON is not None, reason=f"docker cannot run here: {REASON}")]
+LIMIT = 100_000
+
+
+@pytest.fixture
+def on_host(monkeypatch):
+    """Point this process's docker sandboxes at a host, as a worker of a --mlab-docker-hosts session."""
+
+    def point(url: str, session: str = "remote-tests") -> None:
+        use_pool(parse_hosts(url), None, session)
+
+    monkeypatch.setattr(docker_hosts, "_pool", ())
+    yield point
+    from pytest_mlab.sandbox.docker import remove_leftovers
+
+    if docker_hosts.pool():
+        remove_leftovers()  # the session's data volumes, as its controller removes them at its end
+    use_pool((), None, "")
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    folder = tmp_path / "cache" / "public"
+    (folder / "images").mkdir(parents=True)
+    (folder / "train.csv").write_text("a,b\n1,2\n")
+    (folder / "images" / "0.bin").write_bytes(os.urandom(4096))
+    return folder
+
+
+def _populate(box, data: Path) -> None:
+    for file in sorted(p for p in data.rglob("*") if p.is_file()):
+        box.copy_in(file, file.relative_to(data).as_posix(), link=True)
+
+
+def _run(box, code: str):
+    box.write("step.py", code.encode())
+    result = box.exec([box.python, "step.py"], timeout=60, output_limit=LIMIT)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def test_a_remote_sandbox_mounts_nothing_of_this_machine(on_host, second_daemon, data):
+    on_host(second_daemon)
+    with open_sandbox("docker", options=SandboxOptions(label="remote-mounts")) as box:
+        assert type(box).__name__ == "RemoteDockerSandbox" and box.host.url == second_daemon
+        _populate(box, data)
+        _run(box, "print(open('train.csv').read())")
+        mounts = box._container.attrs["Mounts"]
+        assert mounts and all(mount["Type"] == "volume" for mount in mounts), mounts
+        assert {mount["Destination"] for mount in mounts} == {"/tmp", "/mlab/data"}
+        data_mount = next(mount for mount in mounts if mount["Destination"] == "/mlab/data")
+        assert data_mount["RW"] is False
+
+
+def test_the_workspace_travels_both_ways(on_host, second_daemon, data):
+    on_host(second_daemon)
+    with open_sandbox("docker", options=SandboxOptions(label="remote-round-trip")) as box:
+        _populate(box, data)
+        box.write("notes/plan.txt", b"from the harness")
+        result = _run(box, textwrap_dedent("""
+            import os
+            print(open('notes/plan.txt').read())
+            os.makedirs('out/deep', exist_ok=True)
+            open('out/deep/model.pt', 'wb').write(b'w' * 100000)
+            open('submission.csv', 'w').write('id,y\\n1,2\\n')
+            os.symlink('submission.csv', 'latest.csv')
+            os.mkfifo('pipe')
+        """))
+        assert "from the harness" in result.stdout
+        assert box.read("out/deep/model.pt") == b"w" * 100000
+        assert box.read("submission.csv") == b"id,y\n1,2\n"
+        assert os.readlink(box.workspace / "latest.csv") == "submission.csv"
+        assert not (box.workspace / "pipe").exists()  # no special files on the harness's side
+        _run(box, "import os, shutil; os.remove('submission.csv'); shutil.rmtree('out'); os.remove('notes/plan.txt')")
+        assert not (box.workspace / "submission.csv").exists() and not (box.workspace / "out").exists()
+        assert sorted(os.listdir(box.workspace / "notes")) == []
+        assert box.exec(["true"], timeout=30, output_limit=LIMIT).cpu_time is not None
+
+
+def test_data_is_read_only_and_replacing_it_never_reaches_the_cache(on_host, second_daemon, data):
+    on_host(second_daemon)
+    original = (data / "train.csv").read_bytes()
+    with open_sandbox("docker", options=SandboxOptions(label="remote-data")) as box:
+        _populate(box, data)
+        result = _run(box, textwrap_dedent("""
+            import os
+            try:
+                open('train.csv', 'a').write('forged')
+            except OSError as exc:
+                print('refused', exc.errno)
+            os.remove('train.csv')
+            open('train.csv', 'w').write('mine')
+            print(open('images/0.bin', 'rb').read() == open('/mlab/data/images/0.bin', 'rb').read())
+        """))
+        assert "refused" in result.stdout and "True" in result.stdout
+        assert box.read("train.csv") == b"mine"
+    assert (data / "train.csv").read_bytes() == original
+
+
+def test_the_same_data_goes_to_a_host_once(on_host, second_daemon, data):
+    on_host(second_daemon, session="remote-data-once")
+    sent = []
+    try:
+        for label in ("once-a", "once-b"):
+            with open_sandbox("docker", options=SandboxOptions(label=label)) as box:
+                _populate(box, data)
+                _run(box, "print(len(open('images/0.bin', 'rb').read()))")
+                sent.append(box.data_sent)
+    finally:
+        from pytest_mlab.sandbox.docker import remove_leftovers
+
+        removed = remove_leftovers()
+    assert sent[0] >= 4096 and sent[1] == 0
+    assert any(name.startswith("mlab-data-") for name in removed)  # the session's own volume, swept
+
+
+def test_a_link_the_agent_made_never_leads_the_harness_outside(on_host, second_daemon, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    on_host(second_daemon)
+    with open_sandbox("docker", options=SandboxOptions(label="remote-links")) as box:
+        _run(box, f"import os; os.makedirs('d'); open('d/x', 'w').write('1')")
+        _run(box, f"import os, shutil; shutil.rmtree('d'); os.symlink({str(outside)!r}, 'd'); "
+                  "os.makedirs('e'); open('e/y', 'w').write('2')")
+        assert os.readlink(box.workspace / "d") == str(outside)
+        _run(box, "import os; os.remove('d'); os.makedirs('d'); open('d/z', 'w').write('3')")
+        assert box.read("d/z") == b"3"
+    assert list(outside.iterdir()) == []
+
+
+def test_a_host_that_dies_is_an_infrastructure_failure(on_host, doomed_daemon):
+    on_host(doomed_daemon.url)
+    with open_sandbox("docker", options=SandboxOptions(label="remote-dies")) as box:
+        box.exec(["true"], timeout=30, output_limit=LIMIT)
+        doomed_daemon.kill()
+        with pytest.raises(HostLost, match="stopped answering"):
+            box.exec(["true"], timeout=30, output_limit=LIMIT)
+
+
+def textwrap_dedent(text: str) -> str:
+    import textwrap
+
+    return textwrap.dedent(text).lstrip()
+
+
+def test_clean_hosts_removes_what_a_killed_process_left_on_each_host(second_daemon, data, tmp_path, capsys):
+    import subprocess
+    import sys
+
+    from pytest_mlab.cli import main
+
+    code = textwrap_dedent(f"""
+        import os
+        from pathlib import Path
+        from pytest_mlab.sandbox.docker_hosts import parse_hosts, use_pool
+        from pytest_mlab.sandbox import SandboxOptions, open_sandbox
+        use_pool(parse_hosts({second_daemon!r}), None, "killed-session")
+        box = open_sandbox("docker", options=SandboxOptions(label="orphan-remote"))
+        box.copy_in(Path({str(data / 'train.csv')!r}), "train.csv", link=True)
+        box.exec(["true"], timeout=60, output_limit=100)
+        os._exit(0)
+    """)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    import docker
+
+    remote = docker.DockerClient(base_url=second_daemon)
+    assert remote.containers.list(all=True, filters={"label": "pytest-mlab.run=orphan-remote"})
+    assert main(["clean", "--hosts", f"{second_daemon},tcp://127.0.0.1:1"]) == 0
+    printed = capsys.readouterr().out
+    assert f"docker host {second_daemon}: removed" in printed and "mlab-data-" in printed
+    assert "docker host tcp://127.0.0.1:1: not checked" in printed
+    assert remote.containers.list(all=True, filters={"label": "pytest-mlab.run=orphan-remote"}) == []
+    assert remote.volumes.list(filters={"label": "pytest-mlab.session=killed-session"}) == []
