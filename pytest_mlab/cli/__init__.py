@@ -47,10 +47,12 @@ def main(argv: list[str] | None = None) -> int:
                        help="docker daemons to clean instead of the environment's (as --mlab-docker-hosts names them)")
     clean.set_defaults(run=_clean)
     from pytest_mlab.cli.baseline import add_command as add_baseline
+    from pytest_mlab.cli.image import add_command as add_image
     from pytest_mlab.cli.results import add_commands
 
     add_commands(commands)
     add_baseline(commands)
+    add_image(commands)
     args = parser.parse_args(argv)
     try:
         return args.run(args) if "run" in args else _prepare(args)

@@ -130,7 +130,9 @@ def remove_leftovers(*, everything: bool = False, hosts: tuple[DockerHost, ...] 
             names = [*_remove_containers(client, everything), *remove_data_volumes(client, everything=everything)]
         except Exception as exc:  # a host of several that stopped answering must not stop the others
             if len(chosen) == 1:
-                raise
+                if isinstance(exc, SandboxError):
+                    raise
+                raise SandboxError(f"cannot remove leftovers on the docker host {host.name}: {exc}") from exc
             warnings.warn(DockerHostWarning(f"docker host {host.name} not cleaned: {exc}"), stacklevel=2)
             continue
         removed.extend(prefix + name for name in names)

@@ -107,7 +107,7 @@ def _client(url: str) -> Any:
     except docker.errors.DockerException as exc:
         raise SandboxError(
             f"the docker daemon at {url} is not reachable ({exc}); start it (dockerd --bridge=none "
-            "--iptables=false as root), or leave it out of --mlab-docker-hosts") from None
+            "--iptables=false as root), or leave it out of the hosts named") from None
     client.api.timeout = API_TIMEOUT  # the ping was the health check; real calls may take long
     return client
 

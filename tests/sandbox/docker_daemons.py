@@ -60,7 +60,10 @@ class Daemon:
     def kill(self) -> None:
         """Gone at once, as a machine that dies: the daemon and everything it started."""
         if self.process is not None:
-            os.killpg(self.process.pid, signal.SIGKILL)
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:  # gone already
+                pass
             self.process.wait()
         for pid in [*_processes_under(self.root), *_container_processes(self.root / "data" / "containers")]:
             try:
