@@ -9,9 +9,13 @@ progress) goes to the terminal; an interrupted download resumes when the command
 
 ``pytest-mlab --version`` prints the installed version.
 
-``pytest-mlab clean`` removes what killed sessions and workers left on this machine: their temp
-folders (workspaces, homes, grading copies), their cgroups (killing what still runs in them) and
-their docker containers. What belongs to a process that is still running is kept.
+``pytest-mlab clean [--hosts URL,...]`` removes what killed sessions and workers left on this
+machine: their temp folders (workspaces, homes, grading copies), their cgroups (killing what still
+runs in them) and their docker containers; with ``--hosts``, the containers and data volumes they
+left on each named docker host. What belongs to a process that is still running is kept.
+
+``pytest-mlab image tarball|import`` makes the runtime image remote docker hosts run from this
+machine's Python, and imports it on hosts that reach no registry.
 """
 
 from __future__ import annotations
