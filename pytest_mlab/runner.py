@@ -84,8 +84,9 @@ def run_item(plan: RunPlan, nodeid: str, settings: Settings, *, session: str | N
 @contextmanager
 def _lease_gpus(plan: RunPlan, pool: GpuPool | None, status: RunStatus) -> Iterator[tuple[str, ...] | None]:
     """The GPUs of the item while it runs: a task that needs one waits for a free one (its status
-    says so), any other takes a free one or runs on the CPU at once."""
-    if pool is None:
+    says so), any other takes a free one or runs on the CPU at once. On a remote docker host the
+    GPUs are that host's, not this machine's: none is leased here (the task gets its host's)."""
+    if pool is None or _gpus_elsewhere(plan):
         yield None
         return
     required = plan.needs_gpu
@@ -93,6 +94,17 @@ def _lease_gpus(plan: RunPlan, pool: GpuPool | None, status: RunStatus) -> Itera
         if required:  # it may have waited
             status.phase(SETTING_UP)
         yield lease.ids
+
+
+def _gpus_elsewhere(plan: RunPlan) -> bool:
+    if getattr(plan, "sandbox", None) != "docker":
+        return False
+    from pytest_mlab.sandbox.docker_hosts import current_host
+
+    try:
+        return current_host().remote
+    except MlabError:  # no host answers: opening the sandbox will say so
+        return False
 
 
 def _resumed(plan: RunPlan, nodeid: str) -> RunResult | None:

@@ -464,3 +464,20 @@ def test_a_remote_host_gets_every_gpu_for_a_task_that_needs_one(monkeypatch: pyt
     (every,) = docker.device_requests(daemon, SandboxOptions(gpus=("1",), gpu=True))
     assert every["Count"] == -1 and not every.get("DeviceIDs")
     assert docker.device_requests(daemon, SandboxOptions(gpus=(), gpu=False)) == []
+
+
+def test_a_run_on_a_remote_docker_host_leases_none_of_this_machines_gpus(tmp_path: Path, monkeypatch) -> None:
+    """Even a task that needs a GPU, on a controller without one: the host's own GPUs serve it."""
+    from pytest_mlab.runner import _lease_gpus
+    from pytest_mlab.sandbox import docker_hosts
+    from pytest_mlab.trace.progress import RunStatus
+
+    monkeypatch.setattr(docker_hosts, "current_host", lambda: docker_hosts.DockerHost("tcp://gpu-box:2376"))
+    plan = SimpleNamespace(run_id="t[mini-a-s0]", needs_gpu=True, sandbox="docker")
+    with RunStatus.start(tmp_path, "t", nodeid="n", run_id=plan.run_id, session="s", max_steps=3) as status:
+        with _lease_gpus(plan, pool(tmp_path / "locks", ()), status) as ids:
+            assert ids is None
+        with pytest.raises(SandboxError, match="needs a GPU"):  # the same run on this machine's daemon
+            with _lease_gpus(SimpleNamespace(run_id="u", needs_gpu=True, sandbox="local"),
+                             pool(tmp_path / "locks", ()), status):
+                pass
