@@ -32,7 +32,7 @@ from pytest_mlab.results.budget import Budget, Ledger, over_budget
 from pytest_mlab.results.record import JudgedBy, RunIdentity, RunResult
 from pytest_mlab.results.resume import finished_result
 from pytest_mlab.sandbox import SandboxOptions, open_sandbox
-from pytest_mlab.sandbox.docker_hosts import forget_host
+from pytest_mlab.sandbox.docker_hosts import DockerHost, forget_host
 from pytest_mlab.sandbox.gpus import GpuPool
 from pytest_mlab.sandbox.registry import resolve_kind
 from pytest_mlab.spec.plan import RunPlan, Settings
@@ -85,10 +85,15 @@ def run_item(plan: RunPlan, nodeid: str, settings: Settings, *, session: str | N
 def _lease_gpus(plan: RunPlan, pool: GpuPool | None, status: RunStatus) -> Iterator[tuple[str, ...] | None]:
     """The GPUs of the item while it runs: a task that needs one waits for a free one (its status
     says so), any other takes a free one or runs on the CPU at once. On a remote docker host the
-    GPUs are that host's, not this machine's: none is leased here (the task gets its host's)."""
-    if pool is None or _gpus_elsewhere(plan):
+    GPUs are that host's own, listed there and shared out among the items on it."""
+    if pool is None:
         yield None
         return
+    host = _remote_docker_host(plan)
+    if host is not None:
+        from pytest_mlab.sandbox.docker import host_gpus
+
+        pool = pool.on_docker_host(host.name, lambda: host_gpus(host))
     required = plan.needs_gpu
     with pool.lease(plan.run_id, required=required, on_wait=status.phase) as lease:
         if required:  # it may have waited
@@ -96,15 +101,17 @@ def _lease_gpus(plan: RunPlan, pool: GpuPool | None, status: RunStatus) -> Itera
         yield lease.ids
 
 
-def _gpus_elsewhere(plan: RunPlan) -> bool:
+def _remote_docker_host(plan: RunPlan) -> DockerHost | None:
+    """The remote docker host this run's sandbox will use, if it is one."""
     if getattr(plan, "sandbox", None) != "docker":
-        return False
+        return None
     from pytest_mlab.sandbox.docker_hosts import current_host
 
     try:
-        return current_host().remote
+        host = current_host()
     except MlabError:  # no host answers: opening the sandbox will say so
-        return False
+        return None
+    return host if host.remote else None
 
 
 def _resumed(plan: RunPlan, nodeid: str) -> RunResult | None:

@@ -442,9 +442,32 @@ def device_requests(client: Any, options: SandboxOptions) -> list[Any]:
                                "a container (no /dev/nvidia0, or no NVIDIA runtime in `docker info`): install the "
                                "NVIDIA Container Toolkit, or choose --sandbox=bwrap")
         return []
-    if options.gpus is None or current_host().remote:  # a remote host's GPUs are not this machine's to share out
-        return [DeviceRequest(count=-1, capabilities=[["gpu"]])] if options.gpu or options.gpus else []
+    if options.gpus is None:
+        return [DeviceRequest(count=-1, capabilities=[["gpu"]])]
     return [DeviceRequest(device_ids=list(options.gpus), capabilities=[["gpu"]])]
+
+
+@functools.lru_cache(maxsize=None)
+def host_gpus(host: DockerHost) -> tuple[str, ...]:
+    """The indexes of a remote host's GPUs, as its own ``nvidia-smi`` lists them, run in a short-lived
+    container (the NVIDIA runtime brings the program in); none where the daemon has no NVIDIA
+    runtime or the listing fails. Asked once per process and host."""
+    from docker.errors import DockerException
+    from docker.types import DeviceRequest
+
+    from pytest_mlab.sandbox.docker_image import RUNTIME_IMAGE
+
+    try:
+        client = host.client()
+        if not _has_gpu(client, remote=True):
+            return ()
+        output = client.containers.run(
+            RUNTIME_IMAGE, ["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], remove=True,
+            network_mode="none", labels={LABEL: "1", OWNER_LABEL: owner_label()},
+            device_requests=[DeviceRequest(count=-1, capabilities=[["gpu", "utility"]])])
+    except (DockerException, SandboxError):
+        return ()
+    return tuple(line.strip() for line in output.decode(errors="replace").splitlines() if line.strip().isdigit())
 
 
 def _has_gpu(client: Any, remote: bool) -> bool:

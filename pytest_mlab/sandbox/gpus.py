@@ -18,12 +18,13 @@ import fcntl
 import functools
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Callable, Iterator
 
@@ -141,6 +142,13 @@ class GpuPool:
         """The pool of a session writing to ``out_dir``: its locks are per host, so sessions on other
         machines that share the folder do not hold this machine's GPUs."""
         return cls(out_dir / LOCK_DIR / socket.gethostname(), ids)
+
+    def on_docker_host(self, host: str, listed: Callable[[], tuple[str, ...]]) -> "GpuPool":
+        """The pool of a remote docker host's own GPUs (``listed``: its indexes, asked only for
+        ``auto``), agreed on in a folder of that host's; ``none`` stays none, and counts or
+        indexes name this machine's GPUs, so they give a remote host none of its own."""
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", host)
+        return replace(self, folder=self.folder.parent / f"docker-{slug}", ids=listed() if self.ids is None else ())
 
     @property
     def gpus(self) -> tuple[str, ...]:

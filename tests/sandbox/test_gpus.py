@@ -452,32 +452,63 @@ def test_xdist_workers_share_the_machines_gpus(pytester, toy_project, mlab_cache
     assert {gpu for run in runs for gpu in run["gpus"]} <= {"0", "1", "2", "3"}
 
 
-def test_a_remote_host_gets_every_gpu_for_a_task_that_needs_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    """This machine's GPU ids mean nothing on another host: a task needing a GPU gets the host's GPUs."""
+
+def test_a_remote_docker_host_shares_out_its_own_gpus(tmp_path: Path, monkeypatch) -> None:
+    """Runs on a remote host lease that host's GPUs (listed there), in a folder of its own; a
+    controller without GPUs drives it, and --mlab-gpus=none still means none."""
+    from pytest_mlab import runner
+    from pytest_mlab.sandbox import docker, docker_hosts
+    from pytest_mlab.trace.progress import RunStatus
+
+    remote = docker_hosts.DockerHost("tcp://gpu-box:2376")
+    monkeypatch.setattr(docker_hosts, "current_host", lambda: remote)
+    monkeypatch.setattr(docker, "host_gpus", lambda host: ("0", "1") if host == remote else ())
+    session = pool(tmp_path / ".gpus" / "controller", None)  # auto, and this machine has no GPU
+    first = SimpleNamespace(run_id="t[mini-a-s0]", needs_gpu=True, sandbox="docker")
+    second = SimpleNamespace(run_id="t[mini-a-s1]", needs_gpu=True, sandbox="docker")
+    with RunStatus.start(tmp_path, "t", nodeid="n", run_id="r", session="s", max_steps=3) as status:
+        with runner._lease_gpus(first, session, status) as one, runner._lease_gpus(second, session, status) as two:
+            assert {one, two} == {("0",), ("1",)}
+            assert sorted(os.listdir(tmp_path / ".gpus" / "docker-tcp_gpu-box_2376")) == ["gpu-0.lock", "gpu-1.lock",
+                                                                                            "pool.lock"]
+        with pytest.raises(SandboxError, match="needs a GPU"):  # none: none, on every host
+            with runner._lease_gpus(first, pool(tmp_path / "none", ()), status):
+                pass
+        with pytest.raises(SandboxError, match="needs a GPU"):  # a local run still leases this machine's
+            with runner._lease_gpus(SimpleNamespace(run_id="u", needs_gpu=True, sandbox="local"), session, status):
+                pass
+
+
+def test_a_remote_host_without_nvidia_runtime_lists_no_gpu(monkeypatch) -> None:
     pytest.importorskip("docker")
     from pytest_mlab.sandbox import docker
     from pytest_mlab.sandbox.docker_hosts import DockerHost
 
-    monkeypatch.setattr(docker, "current_host", lambda: DockerHost("tcp://gpu-box:2376"))
-    monkeypatch.setattr(docker, "_has_gpu", lambda client, remote: remote)
+    monkeypatch.setattr(DockerHost, "client", lambda self: FakeDaemon({"runc": {}}))
+    docker.host_gpus.cache_clear()
+    assert docker.host_gpus(DockerHost("tcp://cpu-box:2376")) == ()
+
+
+def test_a_remote_hosts_gpus_are_listed_by_its_own_nvidia_smi(monkeypatch) -> None:
+    pytest.importorskip("docker")
+    from pytest_mlab.sandbox import docker
+    from pytest_mlab.sandbox.docker_hosts import DockerHost
+
+    calls = []
+
+    class Containers:
+        def run(self, image, command, **options):
+            calls.append((image, command, options))
+            return b"0\n1\n"
+
     daemon = FakeDaemon({"nvidia": {}})
-    (every,) = docker.device_requests(daemon, SandboxOptions(gpus=("1",), gpu=True))
-    assert every["Count"] == -1 and not every.get("DeviceIDs")
-    assert docker.device_requests(daemon, SandboxOptions(gpus=(), gpu=False)) == []
-
-
-def test_a_run_on_a_remote_docker_host_leases_none_of_this_machines_gpus(tmp_path: Path, monkeypatch) -> None:
-    """Even a task that needs a GPU, on a controller without one: the host's own GPUs serve it."""
-    from pytest_mlab.runner import _lease_gpus
-    from pytest_mlab.sandbox import docker_hosts
-    from pytest_mlab.trace.progress import RunStatus
-
-    monkeypatch.setattr(docker_hosts, "current_host", lambda: docker_hosts.DockerHost("tcp://gpu-box:2376"))
-    plan = SimpleNamespace(run_id="t[mini-a-s0]", needs_gpu=True, sandbox="docker")
-    with RunStatus.start(tmp_path, "t", nodeid="n", run_id=plan.run_id, session="s", max_steps=3) as status:
-        with _lease_gpus(plan, pool(tmp_path / "locks", ()), status) as ids:
-            assert ids is None
-        with pytest.raises(SandboxError, match="needs a GPU"):  # the same run on this machine's daemon
-            with _lease_gpus(SimpleNamespace(run_id="u", needs_gpu=True, sandbox="local"),
-                             pool(tmp_path / "locks", ()), status):
-                pass
+    daemon.containers = Containers()
+    monkeypatch.setattr(DockerHost, "client", lambda self: daemon)
+    docker.host_gpus.cache_clear()
+    try:
+        assert docker.host_gpus(DockerHost("tcp://gpu-box:2376")) == ("0", "1")
+    finally:
+        docker.host_gpus.cache_clear()
+    (image, command, options), = calls
+    assert command[0] == "nvidia-smi" and options["network_mode"] == "none" and options["remove"]
+    assert options["device_requests"][0]["Capabilities"] == [["gpu", "utility"]]
