@@ -319,6 +319,8 @@ class RemoteDockerSandbox(DockerSandbox):
                     self._place_link(name, member.linkname)
                 elif member.isfile():
                     self._place_file(name, tar.extractfile(member), member)
+                elif member.islnk():  # a second name of a file the archive held earlier: a copy here
+                    self._place_copy(name, _relative(member.linkname, base), member)
         return seen
 
     # -- the host folder ---------------------------------------------------------------------------
@@ -376,6 +378,13 @@ class RemoteDockerSandbox(DockerSandbox):
             while chunk := content.read(1 << 20):
                 handle.write(chunk)
         os.utime(path, (member.mtime, member.mtime), follow_symlinks=False)
+
+    def _place_copy(self, rel: str, source: str | None, member: tarfile.TarInfo) -> None:
+        origin = self._host_parent(source) if source else None
+        if origin is None or not os.path.isfile(origin) or os.path.islink(origin):
+            return
+        with open(origin, "rb", opener=_no_follow) as content:
+            self._place_file(rel, content, member)
 
     def _delete_on_host(self, paths: Iterable[str]) -> None:
         for rel in sorted(paths, key=lambda p: -p.count("/")):

@@ -85,12 +85,16 @@ def test_the_workspace_travels_both_ways(on_host, second_daemon, data):
             open('submission.csv', 'w').write('id,y\\n1,2\\n')
             os.symlink('submission.csv', 'latest.csv')
             os.mkfifo('pipe')
+            for index in range(40):  # enough changes for one archive of the whole workspace
+                open(f'many-{index}.txt', 'w').write(str(index))
+            os.link('submission.csv', 'second-name.csv')
         """))
         assert "from the harness" in result.stdout
         assert box.read("out/deep/model.pt") == b"w" * 100000
         assert box.read("submission.csv") == b"id,y\n1,2\n"
         assert os.readlink(box.workspace / "latest.csv") == "submission.csv"
         assert not (box.workspace / "pipe").exists()  # no special files on the harness's side
+        assert box.read("many-39.txt") == b"39" and box.read("second-name.csv") == b"id,y\n1,2\n"
         _run(box, "import os, shutil; os.remove('submission.csv'); shutil.rmtree('out'); os.remove('notes/plan.txt')")
         assert not (box.workspace / "submission.csv").exists() and not (box.workspace / "out").exists()
         assert sorted(os.listdir(box.workspace / "notes")) == []
