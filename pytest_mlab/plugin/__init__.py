@@ -41,7 +41,7 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = read_settings(config)
         skips_allowed = allow_skips(config)
         config.stash[GPU_POOL] = gpu_pool(config, settings.out_dir)
-        config.stash[DOCKER_HOSTS] = docker_hosts(config)
+        config.stash[DOCKER_HOSTS] = docker_hosts(config, settings.sandbox)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[SETTINGS] = settings

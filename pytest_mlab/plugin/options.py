@@ -140,11 +140,16 @@ DOCKER_HOSTS = pytest.StashKey[tuple[DockerHost, ...]]()  # --mlab-docker-hosts:
 GPU_POOL = pytest.StashKey[GpuPool]()  # --mlab-gpus: the GPUs this process's items lease
 
 
-def docker_hosts(config: pytest.Config) -> tuple[DockerHost, ...]:
-    """--mlab-docker-hosts: a malformed URL is a usage error before anything runs; whether each
-    host answers is asked by the first docker sandbox of each worker."""
+def docker_hosts(config: pytest.Config, sandbox: str) -> tuple[DockerHost, ...]:
+    """--mlab-docker-hosts: a malformed URL is a usage error before anything runs, and so are hosts
+    for runs that would not use them; whether each host answers is asked by the first docker
+    sandbox of each worker."""
     value, source = _value(config, "mlab_docker_hosts", None)
-    return parse_hosts(value, source)
+    hosts = parse_hosts(value, source)
+    if hosts and sandbox != "docker":
+        raise UsageError(f"{source} names docker hosts, but --sandbox={sandbox} does not use docker; "
+                         "add --sandbox=docker, or leave the hosts out")
+    return hosts
 
 
 def gpu_pool(config: pytest.Config, out_dir: Path) -> GpuPool:

@@ -82,3 +82,13 @@ def test_a_bad_option_stops_the_session_before_collection(pytester):
     result = run_specs(pytester, "--mlab-docker-hosts=docker-box:2375", cache_dir=root / ".cache")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--mlab-docker-hosts: 'docker-box:2375' is not a docker daemon URL" in output_of(result)
+
+
+def test_hosts_without_the_docker_sandbox_are_a_usage_error(pytester):
+    from tests.helpers import copy_toy_project
+
+    root = copy_toy_project(pytester.path)
+    result = run_specs(pytester, "--sandbox=local", "--mlab-docker-hosts=tcp://127.0.0.1:2375",
+                       cache_dir=root / ".cache")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--mlab-docker-hosts names docker hosts, but --sandbox=local does not use docker" in output_of(result)
