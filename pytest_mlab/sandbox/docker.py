@@ -185,7 +185,7 @@ class DockerSandbox(OnHostWorkspace, Sandbox):
                  options: SandboxOptions | None = None, image: str | None = None) -> None:
         self.options = options or SandboxOptions()
         self._base_env = dict(base_env or {})
-        self.host = self._daemon()
+        self.host = current_host()
         self._client = connect()
         self.image = self._image(image)
         self._host_runtime = uses_host_runtime(self._client, self.image)
@@ -199,10 +199,6 @@ class DockerSandbox(OnHostWorkspace, Sandbox):
         self._init_pid = 0  # the container's init on this machine, for its cgroup's CPU counter
         self._kill_report: bytes | None = None  # what kill_script printed after the last command
         self._remove = None
-
-    def _daemon(self) -> DockerHost:
-        """The host whose daemon runs this sandbox: this process's (see docker_hosts)."""
-        return current_host()
 
     def _image(self, image: str | None) -> str:
         """The image to run, built or checked on this sandbox's daemon."""
@@ -283,10 +279,14 @@ class DockerSandbox(OnHostWorkspace, Sandbox):
     def _ensure_container(self) -> Any:
         if self._container is None:
             self._container = self._start()
-            self._container.reload()
-            self._init_pid = int(self._container.attrs.get("State", {}).get("Pid") or 0)
-            self._run_as_user(f"mkdir -p {HOME}")
+            self._started()
         return self._container
+
+    def _started(self) -> None:
+        """After the container (re)started: its init's pid (for its cgroup's CPU counter) and HOME."""
+        self._container.reload()
+        self._init_pid = int(self._container.attrs.get("State", {}).get("Pid") or 0)
+        self._run_as_user(f"mkdir -p {HOME}")
 
     def _run_as_user(self, script: str) -> bytes | None:
         """Output of a shell script run as the sandbox user; None when it could not run."""
@@ -308,9 +308,7 @@ class DockerSandbox(OnHostWorkspace, Sandbox):
             try:
                 self._container.kill()
                 self._container.start()
-                self._container.reload()
-                self._init_pid = int(self._container.attrs.get("State", {}).get("Pid") or 0)
-                self._run_as_user(f"mkdir -p {HOME}")
+                self._started()
             except DockerException as exc:
                 raise SandboxError(f"cannot restart the sandbox's container: {exc}") from exc
         self._kill_report = report
@@ -390,18 +388,10 @@ class DockerSandbox(OnHostWorkspace, Sandbox):
     def _cpu_seconds(self, container: Any) -> float | None:
         """CPU seconds (user + system) the container's cgroup has used so far: every process of the
         container, reaped or not, read where nothing running inside can change it (its cgroup file
-        system is read-only there). A local daemon's counter is read on this machine; a remote one's
-        by a ``cat`` run after the command's processes are gone; the daemon's stats (a second per
-        call) only where neither works. None when the counter was restarted with the container."""
-        if not self.host.remote and self._init_pid:
-            seconds = _host_cgroup_cpu(self._init_pid)
-            if seconds is not None:
-                return seconds
-        elif self.host.remote:
-            seconds = cgroup_cpu_seconds((self._run_as_user(_READ_CPU) or b"").decode(errors="replace"))
-            if seconds is not None:
-                return seconds
-        return _stats_cpu_seconds(container)
+        system is read-only there), on this machine; the daemon's stats (a second per call) only
+        where that fails. None when the counter was restarted with the container."""
+        seconds = _host_cgroup_cpu(self._init_pid) if self._init_pid else None
+        return seconds if seconds is not None else _stats_cpu_seconds(container)
 
     # -- lifetime ------------------------------------------------------------------------------
 

@@ -58,13 +58,14 @@ def build_task_image(client: Any, dockerfile: Path, *, host: DockerHost | None =
     for path in sorted(p for p in context.rglob("*") if p.is_file()):
         digest.update(path.relative_to(context).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     tag = f"{TASK_IMAGE_REPOSITORY}:{digest.hexdigest()[:16]}"
-    with host_lock(host or DockerHost(), tag):
+    host = host or DockerHost()
+    with host_lock(host, tag):
         try:
             client.images.get(tag)
             return tag
         except ImageNotFound:
             pass
-        _build(client, dockerfile, tag, remote=(host or DockerHost()).remote)
+        _build(client, dockerfile, tag, remote=host.remote)
     return tag
 
 

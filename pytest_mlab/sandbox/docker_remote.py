@@ -30,6 +30,7 @@ import io
 import json
 import os
 import posixpath
+import shlex
 import stat
 import tarfile
 import tempfile
@@ -38,7 +39,7 @@ from typing import IO, Any, Iterable
 
 from pytest_mlab.errors import SandboxError
 from pytest_mlab.sandbox.docker import (_KILL_ALL, _READ_CPU, HOME, LABEL, OWNER_LABEL, SANDBOX_UID, DockerSandbox,
-                                        cgroup_cpu_seconds)
+                                        _stats_cpu_seconds, cgroup_cpu_seconds)
 from pytest_mlab.sandbox.docker_hosts import host_lock, session
 from pytest_mlab.sandbox.docker_image import RUNTIME_IMAGE, build_task_image, uses_host_runtime
 from pytest_mlab.sandbox.owner import owner_label
@@ -193,7 +194,8 @@ class RemoteDockerSandbox(DockerSandbox):
         elif self._cpu_before is not None:
             seconds, self._cpu_before = self._cpu_before, None
             return seconds
-        return super()._cpu_seconds(container)
+        seconds = cgroup_cpu_seconds((self._run_as_user(_READ_CPU) or b"").decode(errors="replace"))
+        return seconds if seconds is not None else _stats_cpu_seconds(container)
 
     def _push(self, container: Any) -> None:
         """Send what the harness changed in its folder since the container last saw it."""
@@ -238,7 +240,7 @@ class RemoteDockerSandbox(DockerSandbox):
 
     def _remove_in_container(self, container: Any, paths: list[str]) -> None:
         for start in range(0, len(paths), 200):
-            script = "rm -rf -- " + " ".join(_quote(f"{self.workspace}/{rel}") for rel in paths[start:start + 200])
+            script = "rm -rf -- " + " ".join(shlex.quote(f"{self.workspace}/{rel}") for rel in paths[start:start + 200])
             if self._run_as_user(script) is None:
                 raise SandboxError(f"cannot delete files in the container on {self.host.name}")
 
@@ -565,10 +567,6 @@ def _relative(name: str, base: str | None) -> str | None:
 
 def _no_follow(path: str, flags: int) -> int:
     return os.open(path, flags | os.O_NOFOLLOW)
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
 def _require_image(client: Any, image: str, host: str) -> None:
