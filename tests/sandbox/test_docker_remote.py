@@ -195,3 +195,21 @@ def test_clean_hosts_removes_what_a_killed_process_left_on_each_host(second_daem
     assert "docker host tcp://127.0.0.1:1: not checked" in printed
     assert remote.containers.list(all=True, filters={"label": "pytest-mlab.run=orphan-remote"}) == []
     assert remote.volumes.list(filters={"label": "pytest-mlab.session=killed-session"}) == []
+
+
+def test_a_change_hidden_behind_an_old_mtime_still_comes_back(on_host, second_daemon):
+    """Size and mtime can be set back by the agent; ctime cannot, so the listing still sees the change."""
+    on_host(second_daemon)
+    with open_sandbox("docker", options=SandboxOptions(label="remote-mtime")) as box:
+        _run(box, "open('submission.csv', 'w').write('aaaa')")
+        _run(box, "import os; info = os.stat('submission.csv'); open('submission.csv', 'w').write('bbbb'); "
+                  "os.utime('submission.csv', ns=(info.st_atime_ns, info.st_mtime_ns))")
+        assert box.read("submission.csv") == b"bbbb"
+
+
+def test_a_remote_host_without_the_image_says_how_to_get_it(on_host, second_daemon):
+    from pytest_mlab.errors import SandboxError
+
+    on_host(second_daemon)
+    with pytest.raises(SandboxError, match="not on the host tcp://.*build or load it there"):
+        open_sandbox("docker", options=SandboxOptions(label="remote-no-image", image="no-such/image:0"))
