@@ -21,6 +21,9 @@ RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
 COPY pyproject.toml README.md /opt/pytest-mlab/
 COPY pytest_mlab /opt/pytest-mlab/pytest_mlab
 RUN pip install "/opt/pytest-mlab[tasks]"
+# the CLRS task's clrs package, without its declared dependencies (the full tensorflow and a 2022
+# tfds-nightly); the tasks extra holds what it imports
+RUN pip install --no-deps dm-clrs==2.0.0
 
 # The sandbox user (uid 65532, "nonroot"), with its HOME in the /tmp the sandbox mounts. The slim
 # image already has /bin/sh, cat, mkdir, rm, ls, env and sleep, and /tmp with mode 1777.

@@ -15,6 +15,10 @@ from pytest_mlab.data.cache import is_prepared
 from pytest_mlab.spec import models
 
 
+# Packages the tasks extra cannot hold, with the command that installs them.
+SEPARATE_INSTALLS = {"clrs": "pip install --no-deps dm-clrs==2.0.0"}
+
+
 def unmet_requirement(task: models.TaskSpec, variant: str, cache_dir: Path, *, preparing: bool = False) -> str | None:
     """Why this task cannot run here, naming what fixes it; None when it can. ``preparing``: data
     that is not prepared yet will be, before the first run (--mlab-prepare)."""
@@ -28,7 +32,8 @@ def unmet_requirement(task: models.TaskSpec, variant: str, cache_dir: Path, *, p
     needs = task.requires.merged(task.data[variant].requires)
     missing = [name for name in needs.packages if not _importable(name)]
     if missing:
-        return f"needs the Python packages {', '.join(missing)}: pip install -e \".[tasks]\" (or install them yourself)"
+        commands = ['pip install -e ".[tasks]"'] + [SEPARATE_INSTALLS[name] for name in missing if name in SEPARATE_INSTALLS]
+        return f"needs the Python packages {', '.join(missing)}: {' && '.join(commands)} (or install them yourself)"
     unset = [name for name in needs.env if not os.environ.get(name)]
     if unset:
         return f"needs the environment variables {', '.join(unset)}: export {unset[0]}=..."

@@ -15,6 +15,7 @@ killed), and skips the rest with the reason.
 from __future__ import annotations
 
 import json
+import pickle
 import textwrap
 import uuid
 from pathlib import Path
@@ -308,13 +309,13 @@ def grade_real(task: str, kind: str, workspace: Path, data: PreparedData, tmp_pa
 
 
 CLRS_DIGGER = textwrap.dedent('''
-    import gc, os, sys
+    import gc, os, pickle, sys
     import numpy as np
+    from clrs._src import probing
 
-    def predict(params, inputs):
+    def dig(shape):
         """Look for the true pointers: in the callers' frames, on the heap, in the hidden test file
         next to the inputs or anywhere a parent process names."""
-        shape = inputs["input_A"].shape
         frame = sys._getframe()
         while frame is not None:
             for name, value in {**frame.f_globals, **frame.f_locals}.items():
@@ -332,16 +333,36 @@ CLRS_DIGGER = textwrap.dedent('''
                     return data["output_Pi"]
             except Exception:
                 pass
-        return np.zeros(shape, dtype=np.int64)
+        return np.zeros(shape)
+
+    class BaselineModel:
+        def __init__(self, spec, dummy_trajectory, **params):
+            pass
+
+        def init(self, features, seed):
+            pass
+
+        def restore_model(self, file_name, only_load_processor=False):
+            pass
+
+        def predict(self, rng_key, features, algorithm_index=None):
+            n = features.inputs[0].data.shape[1]
+            pi = dig((len(features.lengths), n, n))
+            return {"Pi": probing.DataPoint(name="Pi", location="edge", type_="pointer", data=pi)}, None
 ''')
 
 
-def test_a_clrs_predict_digging_for_the_truth_gets_the_honest_score(kind, tmp_path):
+def test_a_clrs_model_digging_for_the_truth_gets_the_honest_score(kind, tmp_path):
+    from clrs._src import specs
+
     public, hidden = prepare("clrs", tmp_path / "data")
     workspace = make_workspace("clrs", public, tmp_path / "ws")
-    (workspace / "model.py").write_text(CLRS_DIGGER)
-    (workspace / "checkpoints").mkdir()
-    np.savez(workspace / "checkpoints" / "params.npz", unused=np.zeros(1))
+    (workspace / "baselines.py").write_text(CLRS_DIGGER)
+    checkpoints = workspace / "checkpoints"
+    checkpoints.mkdir()
+    (checkpoints / "best.pkl").write_bytes(b"")
+    (checkpoints / "spec_list.pkl").write_bytes(pickle.dumps([specs.SPECS["floyd_warshall"]]))
+    (checkpoints / "model_params.pkl").write_bytes(pickle.dumps({"processor_factory": ("triplet_gmpnn", True, 8, 1)}))
     with np.load(hidden / "floyd_warshall_test.npz") as data:
         honest = float(np.mean(data["output_Pi"] == 0))
     assert honest < 0.5

@@ -158,6 +158,23 @@ def test_a_missing_package_names_the_package_and_how_to_install(toy) -> None:
     assert "pip install" in reason
 
 
+def test_a_missing_clrs_names_its_own_install_command(toy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """dm-clrs cannot sit in the tasks extra (its declared dependencies pull the full tensorflow):
+    the message gives the separate command."""
+    import sys
+
+    from pytest_mlab.data import requirements
+
+    monkeypatch.setitem(sys.modules, "clrs", None)
+    requirements._importable.cache_clear()
+    try:
+        reason = unmet_requirement(with_requires(toy, {"packages": ["clrs"]}), "mini", NO_CACHE)
+    finally:
+        requirements._importable.cache_clear()
+    assert reason is not None and reason.startswith("needs the Python packages clrs:")
+    assert 'pip install -e ".[tasks]" && pip install --no-deps dm-clrs==2.0.0' in reason
+
+
 def test_a_missing_package_of_one_variant(toy) -> None:
     reason = unmet_requirement(with_requires(toy, variant_level={"packages": ["no_such_module_xyz"]}), "mini", NO_CACHE)
     assert reason is not None and "no_such_module_xyz" in reason

@@ -1,21 +1,20 @@
-"""CLRS task assets: Floyd-Warshall samples in CLRS's feature layout, the checkpoint grader on good
-and broken submissions, and the full recipe's download.
+"""CLRS task assets: CLRS-30's hidden Floyd-Warshall test split drawn by the clrs package, what the
+sandboxed measure step may see of it, and the grader on good, cheating and broken submissions.
 
-The starter and reference runs are checked once, by the main job (tests/integration/test_main_job.py).
+The starter and reference runs (DeepMind's BaselineModel, trained by train.py) are checked once,
+by the main job (tests/integration/test_main_job.py).
 """
 
 from __future__ import annotations
 
-import shutil
+import pickle
 import textwrap
 
 import numpy as np
 import pytest
 
-from pytest_mlab.errors import DataError
 from pytest_mlab.grading import InvalidSubmission
-from tests.data.fakes import FileServer
-from tests.tasks.test_smoke_tasks import ASSETS, grade as grade_task, load_function, prepare, tree_digest
+from tests.tasks.test_smoke_tasks import grade as grade_task, load_function, prepare, tree_digest
 
 TASK = "clrs"
 FEATURES = {"input_pos": 2, "input_A": 3, "input_adj": 3, "output_Pi": 3, "hint_Pi_h": 4, "hint_D": 4,
@@ -32,28 +31,37 @@ def load(path) -> dict:
         return {name: archive[name] for name in archive.files}
 
 
-def test_mini_has_clrs_features_and_hides_the_test_split(data):
+def test_mini_keeps_the_test_graphs_shape_and_hides_the_split(data):
     public, hidden = data
-    assert sorted(p.name for p in (public / "CLRS30").iterdir()) == ["floyd_warshall_train.npz", "floyd_warshall_val.npz"]
-    assert sorted(p.name for p in hidden.iterdir()) == ["floyd_warshall_test.npz",
-                                                        "floyd_warshall_test_inputs.npz"]
-    inputs = load(hidden / "floyd_warshall_test_inputs.npz")
-    assert sorted(inputs) == ["input_A", "input_adj", "input_pos"], "the measure step gets the test inputs alone"
-    for name, array in inputs.items():
-        assert np.array_equal(array, load(hidden / "floyd_warshall_test.npz")[name])
-    train, test = load(public / "CLRS30" / "floyd_warshall_train.npz"), load(hidden / "floyd_warshall_test.npz")
-    for split in (train, test):
-        assert {name: array.ndim for name, array in split.items()} == FEATURES
-        steps, batch, n = split["hint_D"].shape[:3]
-        assert split["input_A"].shape == (batch, n, n) and steps == n + 1 and (split["lengths"] == n + 1).all()
-    assert test["input_A"].shape[1] > train["input_A"].shape[1], "test graphs are larger (out of distribution)"
+    assert sorted(p.name for p in (public / "CLRS30").iterdir()) == ["train_flags.txt"]
+    flags = (public / "CLRS30" / "train_flags.txt").read_text().splitlines()
+    assert "--train_steps=12" in flags, "mini scales down the number of training steps"
+    assert sorted(p.name for p in hidden.iterdir()) == ["floyd_warshall_test.npz", "floyd_warshall_test_inputs.npz"]
+    test = load(hidden / "floyd_warshall_test.npz")
+    assert {name: array.ndim for name, array in test.items()} == FEATURES
+    steps, batch, n = test["hint_D"].shape[:3]
+    assert (batch, n) == (4, 64), "mini keeps CLRS-30's 64-node test graphs, fewer of them"
+    assert steps == n and (test["lengths"] == n).all()
+
+
+def test_the_measure_step_sees_no_answer(data):
+    """The last hint step of Pi_h is nearly the answer: only the first step (a function of the inputs) is shown."""
+    test, shown = load(data[1] / "floyd_warshall_test.npz"), load(data[1] / "floyd_warshall_test_inputs.npz")
+    assert not [name for name in shown if name.startswith("output_")]
+    assert np.mean(test["hint_Pi_h"][-1] == test["output_Pi"]) > 0.9, "the premise: the last hint is nearly the answer"
+    for name in ("input_pos", "input_A", "input_adj", "lengths"):
+        assert np.array_equal(shown[name], test[name])
+    for name in ("hint_Pi_h", "hint_D", "hint_msk", "hint_k"):
+        assert shown[name].shape == test[name].shape
+        assert np.array_equal(shown[name][0], test[name][0])
+        assert not shown[name][1:].any(), f"{name} shows steps past the first"
 
 
 def test_output_pointers_are_shortest_path_predecessors(data):
     from scipy.sparse.csgraph import shortest_path
 
     test = load(data[1] / "floyd_warshall_test.npz")
-    for weights, adj, pi in zip(test["input_A"][:10], test["input_adj"][:10], test["output_Pi"][:10]):
+    for weights, adj, pi in zip(test["input_A"], test["input_adj"], test["output_Pi"].astype(int)):
         graph = np.where((adj > 0) & ~np.eye(len(adj), dtype=bool), weights + 1e-9, 0)
         distance = shortest_path(graph, directed=False)
         for i in range(len(pi)):
@@ -71,6 +79,25 @@ def test_mini_is_deterministic_and_seeded(tmp_path):
     assert first != [tree_digest(p) for p in prepare(TASK, tmp_path / "c", seed=1)]
 
 
+def test_full_draws_clrs30s_test_split_offline(tmp_path):
+    """CLRS-30's test split is the clrs sampler's output from seed 3: 32 graphs of 64 nodes, whatever
+    the run's seed, and train.py keeps its own defaults (no flags)."""
+    from clrs._src import samplers
+
+    recipe = load_function(TASK, "prepare.py:full")
+    recipe(tmp_path / "a" / "public", tmp_path / "a" / "hidden", 0)
+    recipe(tmp_path / "b" / "public", tmp_path / "b" / "hidden", 7)
+    assert tree_digest(tmp_path / "a") == tree_digest(tmp_path / "b")
+    test = load(tmp_path / "a" / "hidden" / "floyd_warshall_test.npz")
+    assert test["input_A"].shape == (32, 64, 64)
+    sampler, _ = samplers.build_sampler("floyd_warshall", seed=3, num_samples=32, length=64)
+    expected = sampler.next(batch_size=None)
+    assert np.array_equal(test["input_A"], expected.features.inputs[1].data)
+    assert np.array_equal(test["output_Pi"], expected.outputs[0].data)
+    flags = (tmp_path / "a" / "public" / "CLRS30" / "train_flags.txt").read_text().splitlines()
+    assert not [line for line in flags if line.startswith("--")]
+
+
 # --------------------------------------------------------------------------- grader
 
 
@@ -78,101 +105,141 @@ def grade(workspace, hidden):
     return grade_task(TASK, workspace, hidden)
 
 
-def oracle_model(workspace, answers_path, *, wrong_fraction: float = 0.0):
-    """A model.py that looks the answer up (by graph, in a copy the test puts in the workspace)
-    and gets a given fraction of pointers wrong."""
-    shutil.copy(answers_path, workspace / "truth.npz")
-    (workspace / "model.py").write_text(textwrap.dedent(f"""
+def submission(workspace, predict_body: str, *, init: str = "pass"):
+    """A workspace whose baselines.py has a BaselineModel that predicts with ``predict_body`` (given
+    ``features``; returns Pi), beside the three files train.py writes."""
+    from clrs._src import specs
+
+    (workspace / "baselines.py").write_text(textwrap.dedent(f"""
         import numpy as np
-        def predict(params, inputs):
-            truth = np.load("truth.npz")
-            assert np.array_equal(truth["input_A"], inputs["input_A"])
-            pi = truth["output_Pi"].copy()
-            wrong = np.random.default_rng(0).random(pi.shape) < {wrong_fraction}
-            pi[wrong] = (pi[wrong] + 1) % pi.shape[-1]
-            return pi * params["scale"].astype(int)
-    """))
-    (workspace / "checkpoints").mkdir(exist_ok=True)
-    np.savez(workspace / "checkpoints" / "params.npz", scale=np.array(1))
+        from clrs._src import probing
+
+        class BaselineModel:
+            def __init__(self, spec, dummy_trajectory, **params):
+                self.params = params
+                {init}
+
+            def init(self, features, seed):
+                pass
+
+            def restore_model(self, file_name, only_load_processor=False):
+                self.restored = open("checkpoints/" + file_name, "rb").read()
+
+            def predict(self, rng_key, features, algorithm_index=None):
+                pi = self.pointers(features)
+                return {{"Pi": probing.DataPoint(name="Pi", location="edge", type_="pointer", data=pi)}}, None
+
+            def pointers(self, features):
+        """) + textwrap.indent(textwrap.dedent(predict_body), " " * 12))
+    checkpoints = workspace / "checkpoints"
+    checkpoints.mkdir(exist_ok=True)
+    (checkpoints / "best.pkl").write_bytes(pickle.dumps({"params": {}}))
+    (checkpoints / "spec_list.pkl").write_bytes(pickle.dumps([specs.SPECS["floyd_warshall"]]))
+    (checkpoints / "model_params.pkl").write_bytes(pickle.dumps(
+        {"processor_factory": ("triplet_gmpnn", True, 8, 1), "hidden_dim": 128, "checkpoint_path": "elsewhere"}))
 
 
-def test_grader_scores_the_checkpoint_on_the_hidden_graphs(data, tmp_path):
+def oracle(workspace, hidden, *, wrong_fraction: float = 0.0):
+    """A BaselineModel that looks the answer up in a copy of the truth the test puts in the workspace
+    (matched by graph), with a given fraction of pointers wrong."""
+    np.save(workspace / "truth_A.npy", load(hidden / "floyd_warshall_test.npz")["input_A"])
+    np.save(workspace / "truth_Pi.npy", load(hidden / "floyd_warshall_test.npz")["output_Pi"])
+    submission(workspace, f"""
+        truth_A, truth = np.load("truth_A.npy"), np.load("truth_Pi.npy")
+        graphs = features.inputs[1].data
+        rows = [next(i for i in range(len(truth_A)) if np.array_equal(truth_A[i], g)) for g in graphs]
+        pi = truth[rows].copy()
+        wrong = np.random.default_rng(0).random(pi.shape) < {wrong_fraction}
+        pi[wrong] = (pi[wrong] + 1) % pi.shape[-1]
+        return pi
+    """)
+
+
+def test_grader_scores_the_restored_model_on_the_hidden_graphs(data, tmp_path):
     _, hidden = data
-    oracle_model(tmp_path, hidden / "floyd_warshall_test.npz")
+    oracle(tmp_path, hidden)
     assert grade(tmp_path, hidden) == 1.0
-    oracle_model(tmp_path, hidden / "floyd_warshall_test.npz", wrong_fraction=0.25)
+    oracle(tmp_path, hidden, wrong_fraction=0.25)
     assert grade(tmp_path, hidden) == pytest.approx(0.75, abs=0.02)
 
 
-def test_grader_runs_the_starter_model_with_its_own_parameters(data, tmp_path):
-    import jax
+def test_a_model_that_reads_the_hints_finds_no_answer(data, tmp_path):
+    """The attack: the last Pi_h hint step is nearly the answer in CLRS's own data; the grader's copy
+    of the features carries only the first step, so copying the last step scores as little as zeros."""
+    _, hidden = data
+    submission(tmp_path, """
+        hints = {hint.name: hint.data for hint in features.hints}
+        return hints["Pi_h"][-1]
+    """)
+    last = grade(tmp_path, hidden)
+    zeros = float(np.mean(load(hidden / "floyd_warshall_test.npz")["output_Pi"] == 0))
+    assert last == pytest.approx(zeros)
 
-    shutil.copy(ASSETS / TASK / "env" / "model.py", tmp_path / "model.py")
-    model = load_function(TASK, "env/model.py:init").__globals__
-    params = model["init"](jax.random.PRNGKey(0))
-    (tmp_path / "checkpoints").mkdir()
-    np.savez(tmp_path / "checkpoints" / "params.npz", **{k: np.asarray(v) for k, v in params.items()})
-    assert 0.0 <= grade(tmp_path, data[1]) < 0.9
+
+def test_the_grader_rebuilds_the_processor_from_the_saved_tuple(data, tmp_path):
+    """model_params.pkl holds (processor_type, use_ln, nb_triplet_fts, nb_heads); BaselineModel gets
+    the factory made from it and the checkpoints folder, as in the original's evaluator."""
+    _, hidden = data
+    submission(tmp_path, """
+        assert callable(self.params["processor_factory"]), self.params["processor_factory"]
+        assert self.params["checkpoint_path"] == "checkpoints", self.params["checkpoint_path"]
+        n = features.inputs[0].data.shape[1]
+        return np.zeros((len(features.lengths), n, n)) + np.arange(n)[None, :, None]
+    """)
+    score = grade(tmp_path, hidden)  # Pi[i, j] = i: right only where j is i or cannot be reached
+    assert 0.0 < score < 0.2
 
 
 @pytest.mark.parametrize("breakage, message", [
-    ("no checkpoint", "checkpoints/params.npz was not written"),
-    ("no model", "model.py: not found"),
-    ("bad checkpoint", "cannot be read as a numpy .npz"),
-    ("import error", "importing it failed: ZeroDivisionError"),
-    ("no predict", "has no function predict"),
-    ("predict raises", "predict\\(params, inputs\\) failed .* KeyError"),
-    ("wrong shape", "returned shape"),
-    ("out of range", "integer node indices"),
+    ("no checkpoint", "checkpoints/best.pkl was not written"),
+    ("no model params", "checkpoints/model_params.pkl: not found"),
+    ("bad model params", "model_params.pkl cannot be read"),
+    ("import error", "baselines.py: importing it failed: ZeroDivisionError"),
+    ("init raises", "cannot be built .* KeyError"),
+    ("predict raises", "predict of baselines.py failed .* ValueError"),
+    ("wrong shape", "returned Pi of shape"),
+    ("out of range", "node indices 0..63"),
+    ("fractional", "node indices 0..63"),
 ])
 def test_grader_rejects_broken_submissions(data, tmp_path, breakage, message):
     _, hidden = data
-    oracle_model(tmp_path, hidden / "floyd_warshall_test.npz")
-    model = tmp_path / "model.py"
-    checkpoint = tmp_path / "checkpoints" / "params.npz"
-    if breakage == "no checkpoint":
-        checkpoint.unlink()
-    elif breakage == "no model":
-        model.unlink()
-    elif breakage == "bad checkpoint":
-        checkpoint.write_bytes(b"not an archive")
-    elif breakage == "import error":
-        model.write_text("1 / 0\n")
-    elif breakage == "no predict":
-        model.write_text("def forward(params, inputs):\n    return None\n")
+    body = "n = features.inputs[0].data.shape[1]\nreturn np.zeros((len(features.lengths), n, n))\n"
+    init = "pass"
+    if breakage == "init raises":
+        init = "params['missing']"
     elif breakage == "predict raises":
-        model.write_text("def predict(params, inputs):\n    return params['missing']\n")
+        body = "raise ValueError('no')\n"
     elif breakage == "wrong shape":
-        model.write_text("import numpy as np\ndef predict(params, inputs):\n    return np.zeros(inputs['input_A'].shape[:2], int)\n")
+        body = "return np.zeros((len(features.lengths), 3))\n"
     elif breakage == "out of range":
-        model.write_text("import numpy as np\ndef predict(params, inputs):\n    return np.full(inputs['input_A'].shape, 99)\n")
+        body = body.replace("np.zeros", "99 + np.zeros")
+    elif breakage == "fractional":
+        body = body.replace("np.zeros", "0.5 + np.zeros")
+    submission(tmp_path, body, init=init)
+    checkpoints = tmp_path / "checkpoints"
+    if breakage == "no checkpoint":
+        (checkpoints / "best.pkl").unlink()
+    elif breakage == "no model params":
+        (checkpoints / "model_params.pkl").unlink()
+    elif breakage == "bad model params":
+        (checkpoints / "model_params.pkl").write_bytes(pickle.dumps({"processor_factory": "triplet_gmpnn"}))
+    elif breakage == "import error":
+        (tmp_path / "baselines.py").write_text("1 / 0\n")
     with pytest.raises(InvalidSubmission, match=message):
         grade(tmp_path, hidden)
 
 
-# --------------------------------------------------------------------------- full recipe
+def test_the_problem_statement_points_at_the_right_lines():
+    """The statement names get_triplet_msgs's line in processors.py and BaselineModel's in train.py,
+    as the original does; an edit to either file must not leave them pointing elsewhere."""
+    import re
 
+    from tests.tasks.test_smoke_tasks import ASSETS, load_spec
 
-def test_full_recipe_rejects_a_truncated_download(tmp_path, monkeypatch):
-    (tmp_path / "source").mkdir()
-    (tmp_path / "source" / "CLRS30_v1.0.0.tar.gz").write_bytes(b"x" * 500)
-    recipe = load_function(TASK, "prepare.py:full")
-    with FileServer(tmp_path / "source") as server:
-        monkeypatch.setitem(recipe.__globals__, "URL", server.url("CLRS30_v1.0.0.tar.gz"))
-        monkeypatch.setitem(recipe.__globals__, "SIZE", 1000)
-        with pytest.raises(DataError, match="CLRS30_v1.0.0.tar.gz"):
-            recipe(tmp_path / "public", tmp_path / "hidden", 0, tmp_path / "downloads")
-    assert not (tmp_path / "downloads" / "CLRS30_v1.0.0.tar.gz").exists()
-
-
-def test_full_recipe_names_tensorflow_datasets_when_it_is_missing(tmp_path, monkeypatch):
-    import sys
-
-    (tmp_path / "source").mkdir()
-    (tmp_path / "source" / "CLRS30_v1.0.0.tar.gz").write_bytes(b"y" * 1000)
-    recipe = load_function(TASK, "prepare.py:full")
-    monkeypatch.setitem(sys.modules, "tensorflow_datasets", None)  # import fails as when not installed
-    with FileServer(tmp_path / "source") as server:
-        monkeypatch.setitem(recipe.__globals__, "URL", server.url("CLRS30_v1.0.0.tar.gz"))
-        with pytest.raises(DataError, match="pip install tensorflow-datasets"):
-            recipe(tmp_path / "public", tmp_path / "hidden", 0, tmp_path / "downloads")
+    description = load_spec(TASK)["description"]
+    pointers = re.findall(r"line (\d+) of (\w+\.py)", description)
+    assert {file for _, file in pointers} == {"processors.py", "train.py"}
+    for line, file in pointers:
+        text = (ASSETS / TASK / "env" / file).read_text().splitlines()[int(line) - 1]
+        expected = "def get_triplet_msgs(" if file == "processors.py" else "BaselineModel("
+        assert expected in text, f"line {line} of {file} is {text!r}"

@@ -1,46 +1,46 @@
-"""The model that predicts Floyd-Warshall's predecessor pointers, in JAX.
+# Copyright 2021 DeepMind Technologies Limited. All Rights Reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+# ==============================================================================
 
-For every source i, target j and candidate predecessor k, a small MLP scores triplet features of
-the edges (i, k), (k, j) and (i, j); the predicted Pi[i, j] is the best-scoring k. The grader
-imports this file and calls ``predict(params, inputs)`` on hidden test graphs, with the
-parameters train.py saves to checkpoints/params.npz, so keep ``predict``'s signature.
-"""
+"""Model base classes and utilities."""
 
-import jax
-import jax.numpy as jnp
+import abc
+from typing import Dict, List, Optional, Union
 
-HIDDEN = 16
-
-
-def triplet_features(inputs: dict) -> jnp.ndarray:
-    """(B, N, N, N, F) features of (i, j, k): edge (i, k), edge (k, j), edge (i, j), k == i, k == j."""
-    weights, adj = jnp.asarray(inputs["input_A"]), jnp.asarray(inputs["input_adj"])
-    n = weights.shape[-1]
-    eye = jnp.eye(n)
-    ik_adj, ik_w = adj[:, :, None, :], weights[:, :, None, :]             # [b, i, -, k]
-    kj_adj, kj_w = jnp.swapaxes(adj, 1, 2)[:, None], jnp.swapaxes(weights, 1, 2)[:, None]  # [b, -, j, k]
-    ij_adj, ij_w = adj[:, :, :, None], weights[:, :, :, None]             # [b, i, j, -]
-    k_is_i = eye[None, :, None, :]
-    k_is_j = eye[None, None, :, :]
-    parts = [ik_adj, ik_w, kj_adj, kj_w, ij_adj, ij_w, k_is_i, k_is_j]
-    shape = jnp.broadcast_shapes(*(p.shape for p in parts))
-    return jnp.stack([jnp.broadcast_to(p, shape) for p in parts], axis=-1)
+from clrs._src import probing
+from clrs._src import samplers
+from clrs._src import specs
 
 
-def init(key: jax.Array, num_features: int = 8) -> dict:
-    k1, k2 = jax.random.split(key)
-    return {"w1": jax.random.normal(k1, (num_features, HIDDEN)) / jnp.sqrt(num_features),
-            "b1": jnp.zeros(HIDDEN),
-            "w2": jax.random.normal(k2, (HIDDEN,)) / jnp.sqrt(HIDDEN),
-            "b2": jnp.zeros(())}
+Result = Dict[str, probing.DataPoint]
 
 
-def logits(params: dict, inputs: dict) -> jnp.ndarray:
-    """(B, N, N, N): the score of each candidate predecessor k for each pair (i, j)."""
-    hidden = jax.nn.relu(triplet_features(inputs) @ params["w1"] + params["b1"])
-    return hidden @ params["w2"] + params["b2"]
+class Model(abc.ABC):
+  """Abstract base class for CLRS3-B models."""
 
+  def __init__(self, spec: Union[specs.Spec, List[specs.Spec]]):
+    """Set up the problem, prepare to predict on first task."""
+    if not isinstance(spec, list):
+      spec = [spec]
+    self._spec = spec
 
-def predict(params: dict, inputs: dict) -> jnp.ndarray:
-    """(B, N, N) int32: the predicted predecessor Pi[i, j] of every pair."""
-    return jnp.argmax(logits(params, inputs), axis=-1).astype(jnp.int32)
+  @abc.abstractmethod
+  def predict(self, features: samplers.Features) -> Result:
+    """Make predictions about the current task."""
+    pass
+
+  @abc.abstractmethod
+  def feedback(self, feedback: Optional[samplers.Feedback]):
+    """Advance to the next task, incorporating any available feedback."""
+    pass
