@@ -42,6 +42,7 @@ from pytest_mlab.errors import GradingError
 from pytest_mlab.grading.measured import OVERHEAD, STARTER, SUBMISSION
 from pytest_mlab.sandbox.base import ExecResult, Sandbox, SandboxOptions
 from pytest_mlab.sandbox.owner import owned_prefix
+from pytest_mlab.sandbox.quiet import script_running, timed_measurement
 from pytest_mlab.sandbox.registry import open_sandbox, resolve_kind
 from pytest_mlab.spec.models import Measure, TaskSpec
 from pytest_mlab.trace import SnapshotStore
@@ -92,7 +93,8 @@ def measure(task: TaskSpec, store: SnapshotStore, snapshot_id: str, data: Prepar
         if spec.timing_repeats is None:
             runner.run(submission, 0)
         else:
-            runner.timed(submission, Subject(STARTER, task.env_files()), spec.timing_repeats)
+            with timed_measurement():  # no other script of ours runs on this machine meanwhile
+                runner.timed(submission, Subject(STARTER, task.env_files()), spec.timing_repeats)
     return measured
 
 
@@ -149,9 +151,10 @@ class _Runner:
         folder.mkdir(parents=True)
         with open_sandbox(self.kind, options=self.options) as sandbox:
             self._populate(sandbox, subject)
-            result = sandbox.exec([sandbox.python, f"{MEASURE_DIR}/{self.script}", f"{MEASURE_DIR}/inputs",
-                                   f"{MEASURE_DIR}/out"], timeout=self.spec.timeout, output_limit=EXEC_OUTPUT_LIMIT,
-                                  env={"MLAB_MEASURE_PHASE": phase})
+            with script_running():  # a no-op inside a timed measurement, which holds the machine
+                result = sandbox.exec([sandbox.python, f"{MEASURE_DIR}/{self.script}", f"{MEASURE_DIR}/inputs",
+                                       f"{MEASURE_DIR}/out"], timeout=self.spec.timeout, output_limit=EXEC_OUTPUT_LIMIT,
+                                      env={"MLAB_MEASURE_PHASE": phase})
             sandbox.sync_out()
             copied = copy_regular_tree(sandbox.workspace, f"{MEASURE_DIR}/out", folder / "out",
                                        max_bytes=self.spec.output_limit, max_files=OUTPUT_FILES)
