@@ -2,6 +2,14 @@
 
 The expected tasks are every spec in specs/tasks: each one's items must pass, or be skipped
 with exactly the reason its requirements give on this machine (a missing GPU or package).
+
+Timed tasks are the exception to "must pass". This sub-run shares 2 cores with the rest of the
+test suite, whose load the session's quiet lock (pytest_mlab/sandbox/quiet.py) cannot hold back.
+Under it, llama-inference's CPU counts moved by about 10% both ways: the unchanged starter scored
+1.09 and the reference 0.92 in one CI run. So here a timed task's runs must be graded validly
+with a plausible relative time, and the verdict against the 10% bar is not asserted. The timing
+verdicts themselves are tested where the margin is wide (tests/grading/test_timing.py, the tiny
+timed task) and the lock in tests/sandbox/test_quiet.py.
 """
 
 from __future__ import annotations
@@ -44,17 +52,28 @@ def test_main_job_runs_every_task_with_both_default_agents(pytester: pytest.Pyte
     output = result.stdout.str()
     skips = {(match["file"], match["reason"]) for line in result.stdout.lines if (match := SKIPPED.match(line))}
     assert skips == {(name, reason) for name, reason in expected.items() if reason}, output
-    result.assert_outcomes(passed=2 * len(runnable), skipped=2 * (len(expected) - len(runnable)))
+    results = json.loads((out / "results.json").read_text())
+    runs = {(run["task"], run["agent"]): run for run in results["runs"]}
+    assert {(task, agent) for task in runnable for agent in AGENTS} <= set(runs), output
+    timed = {task.name for task in tasks() if task.metric.measure and task.metric.measure.timing_repeats}
+    assert timed == {"vectorization", "llama-inference"}
+    noisy = [run for (task, _), run in runs.items() if task in timed and not run["passed"]]
+    for run in noisy:  # only the verdict may move with the machine's load, never the grading
+        assert run["failure"] in ("below threshold", "baseline mismatch") and run["valid"], run["message"]
+    result.assert_outcomes(passed=2 * len(runnable) - len(noisy), failed=len(noisy),
+                           skipped=2 * (len(expected) - len(runnable)))
     assert output.count("pytest-mlab results") == 1  # printed once, by the controller
     assert f"results: {out / 'results.json'}" in output
 
-    results = json.loads((out / "results.json").read_text())
     assert results["settings"]["variant"] == "mini"
-    runs = {(run["task"], run["agent"]): run for run in results["runs"]}
-    assert {(task, agent) for task in runnable for agent in AGENTS} <= set(runs)
     skeletons = {task.name for task in tasks() if "mini" in task.baseline_pinned}
     assert {"imdb", "house-price", "spaceship-titanic"} <= skeletons  # the paper pins their baselines
-    for task in runnable:
+    for task in timed:
+        baseline, reference = runs[(task, "baseline")], runs[(task, "reference")]
+        assert baseline["valid"] and reference["valid"], (baseline["message"], reference["message"])
+        assert 0.5 < baseline["score"] < 1.5 and 0 < reference["score"] < 1.5, (baseline["score"], reference["score"])
+        assert reference["end_reason"] == "final answer"
+    for task in (name for name in runnable if name not in timed):
         baseline, reference = runs[(task, "baseline")], runs[(task, "reference")]
         assert baseline["passed"] and baseline["expect"] == "baseline", baseline["message"]
         # a skeleton starter writes no submission: its item checks it does not already succeed
