@@ -357,6 +357,30 @@ def test_a_missing_package_skips_with_the_fix(pytester, toy_project, mlab_cache)
     result.stdout.fnmatch_lines(["*needs the Python packages no_such_module_xyz: pip install*"])
 
 
+def test_a_missing_parent_of_a_dotted_package_skips_with_the_fix(pytester, toy_project, mlab_cache) -> None:
+    write(toy_project, "specs/tasks/heavy.yaml", task_yaml("heavy", extra="""\
+        requires: {packages: [no_such_module_xyz.models]}
+        """))
+    result = run_specs(pytester, "--agent=baseline", "-rs", cache_dir=mlab_cache, targets=("specs/tasks/heavy.yaml",))
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*needs the Python packages no_such_module_xyz.models: pip install*"])
+
+
+def test_a_package_that_breaks_on_import_is_a_collection_error_of_its_task(pytester, toy_project, mlab_cache) -> None:
+    """Not an error of ours: pytest's own collection error with the cause, and the session goes on
+    to report it (no INTERNALERROR)."""
+    write(toy_project, "explodes_xyz/__init__.py", "raise RuntimeError('this package cannot be imported')\n")
+    write(toy_project, "specs/tasks/heavy.yaml", task_yaml("heavy", extra="""\
+        requires: {packages: [explodes_xyz.models]}
+        """))
+    pytester.syspathinsert(toy_project)
+    result = run_specs(pytester, "--agent=baseline", cache_dir=mlab_cache, targets=("specs/tasks/heavy.yaml",))
+    text = output_of(result)
+    assert result.ret == pytest.ExitCode.INTERRUPTED, text
+    assert "INTERNALERROR" not in text, text
+    result.stdout.fnmatch_lines(["*ERROR*specs/tasks/heavy.yaml*", "*this package cannot be imported*"])
+
+
 # ------------------------------------------------------------------ broken agents
 
 

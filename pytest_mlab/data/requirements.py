@@ -44,8 +44,12 @@ def unmet_requirement(task: models.TaskSpec, variant: str, cache_dir: Path, *, p
 
 @functools.lru_cache(maxsize=None)
 def _importable(package: str) -> bool:
-    """Asked once per package per process: a thousand tasks share a handful of packages."""
-    return importlib.util.find_spec(package) is not None
+    """Asked once per package per process: a thousand tasks share a handful of packages. A dotted
+    name imports its parents to be found; a missing parent means the package is missing too."""
+    try:
+        return importlib.util.find_spec(package) is not None
+    except ImportError:
+        return False
 
 
 @functools.lru_cache(maxsize=None)

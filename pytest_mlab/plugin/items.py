@@ -46,10 +46,10 @@ def compile_file(settings: Settings, project: Project, path: Path) -> tuple[Task
 class SpecFile(pytest.File):
     """A spec file; its errors are printed as ``file:line: message``, without a traceback."""
 
-    def repr_failure(self, excinfo, style=None):
+    def repr_failure(self, excinfo):
         if isinstance(excinfo.value, MlabError):
             return str(excinfo.value)
-        return super().repr_failure(excinfo, style)
+        return super().repr_failure(excinfo)
 
 
 class TaskFile(SpecFile):
