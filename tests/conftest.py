@@ -10,10 +10,20 @@ from pathlib import Path
 # sys.modules: pytester removes modules first imported during its run, and numpy (with pandas on
 # it) refuses to be imported a second time in one process ("cannot load module more than once").
 # The spec reader's YAML classes likewise: libyaml's loader keeps the classes of its first import.
+import contextlib
+
 import numpy  # noqa: F401
 import pandas  # noqa: F401
 import pytest
 import yaml  # noqa: F401
+
+# litellm imports the importlib_metadata backport, which deletes the standard PathFinder's
+# find_distributions and puts its own finder on sys.meta_path. First imported inside an in-process
+# run (one with --llm), pytester's restore would take that finder away again: every later sub-run
+# of the process would see no installed distribution, hence no pytest11 plugin ("unrecognized
+# arguments: --mlab-cache"). Imported here, its finder is in every snapshot.
+with contextlib.suppress(ImportError):
+    import importlib_metadata  # noqa: F401
 
 import pytest_mlab.spec.library  # noqa: F401
 
