@@ -15,9 +15,10 @@ agent's code declares ``metric.measure``; before its grader runs, this module
   ``measure.output_limit`` bytes and :data:`OUTPUT_FILES` files) to ``measured/<subject>/<n>/out/``
   and writes ``measured/<subject>/<n>/exec.json``: return code, time-out, CPU seconds, the tail
   of the output, and whether the copy was cut short;
-- when the task is timed (``measure.timing.repeats``), runs the submission, the unchanged starter
-  and an overhead execution (the script with ``MLAB_MEASURE_PHASE=overhead`` in a sandbox holding
-  only ``.mlab-measure/``: no agent code runs there, it only does its imports) interleaved, in a
+- when the task is timed (``measure.timing.repeats``, and up to ``max_repeats`` rounds until the
+  times settle: :mod:`.timing`), runs the submission, the unchanged starter and an overhead
+  execution (the script with ``MLAB_MEASURE_PHASE=overhead`` in a sandbox holding only
+  ``.mlab-measure/``: no agent code runs there, it only does its imports) interleaved, in a
   rotating order, and writes ``measured/timing.json``. CPU times come from the sandbox
   (``ExecResult.cpu_time``: the kernel's or the cgroup's count, read from outside the sandbox's
   processes), never from anything the agent's code can reach. Nothing that runs agent code is
@@ -40,6 +41,7 @@ from pathlib import Path, PurePosixPath
 from pytest_mlab.data.cache import PreparedData
 from pytest_mlab.errors import GradingError
 from pytest_mlab.grading.measured import OVERHEAD, STARTER, SUBMISSION
+from pytest_mlab.grading.timing import measured_enough
 from pytest_mlab.sandbox.base import ExecResult, Sandbox, SandboxOptions
 from pytest_mlab.sandbox.owner import owned_prefix
 from pytest_mlab.sandbox.quiet import script_running, timed_measurement
@@ -94,7 +96,8 @@ def measure(task: TaskSpec, store: SnapshotStore, snapshot_id: str, data: Prepar
             runner.run(submission, 0)
         else:
             with timed_measurement():  # no other script of ours runs on this machine meanwhile
-                runner.timed(submission, Subject(STARTER, task.env_files()), spec.timing_repeats)
+                runner.timed(submission, Subject(STARTER, task.env_files()), spec.timing_repeats,
+                             spec.timing_max_repeats or spec.timing_repeats)
     return measured
 
 
@@ -118,13 +121,16 @@ class _Runner:
         self.empty = scratch / "empty"
         self.empty.mkdir()
 
-    def timed(self, submission: Subject, starter: Subject, repeats: int) -> None:
-        """Submission, starter and overhead, interleaved and rotated; stops at the first failure."""
+    def timed(self, submission: Subject, starter: Subject, repeats: int, max_repeats: int) -> None:
+        """Submission, starter and overhead, interleaved and rotated, ``repeats`` rounds and then
+        more, up to ``max_repeats``, until the times settle (see :mod:`.timing`); stops at the
+        first failure."""
         subjects = {SUBMISSION: submission, STARTER: starter, OVERHEAD: Subject(OVERHEAD, data=False)}
         times: dict[str, list[float | None]] = {name: [] for name in ROTATION}
         order: list[list[str]] = []
         stopped: str | None = None
-        for repeat in range(repeats):
+        settled = False
+        for repeat in range(max(repeats, max_repeats)):
             shift = repeat % len(ROTATION)
             this_round = [*ROTATION[shift:], *ROTATION[:shift]]
             order.append(this_round)
@@ -141,9 +147,13 @@ class _Runner:
                     break
             if stopped:
                 break
-        _write_json(self.measured / "timing.json", {"unit": "cpu_seconds", "repeats": repeats, **times,
+            settled = repeat + 1 >= repeats and measured_enough(self.measured, times)
+            if settled:
+                break
+        _write_json(self.measured / "timing.json", {"unit": "cpu_seconds", "repeats": len(order), **times,
                                                      "order": order, "complete": stopped is None,
-                                                     "stopped": stopped})
+                                                     "stopped": stopped, "min_repeats": repeats,
+                                                     "max_repeats": max_repeats, "settled": settled})
 
     def run(self, subject: Subject, index: int, *, phase: str = "run") -> ExecResult:
         """One execution in a fresh sandbox; its out/ and exec.json land in measured/SUBJECT/INDEX/."""

@@ -11,6 +11,13 @@ numerator is at least :data:`MIN_WORK_S`: an execution that differs from the sta
 than that is below what the measurement can resolve, and must not divide into ~0 or a negative
 number by chance.
 
+A minimum seen once can be the only quiet moment one side had while other work came and went on
+the machine; the other side's minimum then holds noise, and the ratio is off by as much (the
+unchanged starter, timed against itself on a loaded 2-core machine, once scored 1.35 in three
+rounds). When the task allows more rounds (``timing.max_repeats``), rounds are added after
+``timing.repeats`` until the measurement :attr:`Timing.settled`: each subject's two fastest times
+agree within :data:`AGREEMENT` of the starter's work. An idle machine stops at ``repeats``.
+
 Work on a GPU is not in the CPU count. When the unchanged starter's executions report the
 wall-clock seconds of their GPU work (:data:`GPU_SECONDS`, measured by the measure script with
 the GPU synchronised; no agent code runs in them, so they decide), those seconds replace the CPU
@@ -32,6 +39,9 @@ from pytest_mlab.grading.measured import OVERHEAD, STARTER, SUBMISSION, executio
 MIN_WORK_S = 0.01
 #: The key of result.json for the seconds a measure script timed on a GPU (mlab_measure.Stopwatch).
 GPU_SECONDS = "gpu_seconds"
+#: How close each subject's two fastest times must be, as a share of the starter's work, for a
+#: measurement to be settled: the ratio then moves by a few percent at most with more rounds.
+AGREEMENT = 0.05
 
 
 @dataclass(frozen=True)
@@ -54,6 +64,31 @@ class Timing:
                                f"(starter {min(self.starter):.3f} s, start-up {start_up:.3f} s): "
                                f"the task's measure script does not time the starter's work")
         return work / starter_work
+
+    @property
+    def settled(self) -> bool:
+        """Whether each subject's fastest time was seen twice, within :data:`AGREEMENT` of the
+        starter's work: a minimum seen only once may be one side's only quiet moment."""
+        starter_work = min(self.starter) - min(self.overhead)
+        if starter_work <= 0:
+            return False
+        return all(len(times) >= 2 and sorted(times)[1] - sorted(times)[0] <= AGREEMENT * starter_work
+                   for times in (self.submission, self.starter, self.overhead))
+
+
+def measured_enough(measured: Path, cpu_seconds: dict[str, list[float | None]]) -> bool:
+    """Whether the rounds so far settle the measurement (see :attr:`Timing.settled`), read as
+    :func:`read_timing` reads a finished one (GPU seconds where the starter reports them). Times
+    that cannot be used also end it: more rounds would not change what grading says of them."""
+    try:
+        values = {name: _durations(name, list(cpu_seconds[name]), "the submission", "CPU time", "measured")
+                  for name in (SUBMISSION, STARTER, OVERHEAD)}
+        gpu = _gpu_seconds(measured, "the submission")
+    except (GradingError, InvalidSubmission):
+        return True
+    if gpu is not None:
+        return Timing(len(gpu[STARTER]), gpu[SUBMISSION], gpu[STARTER], (0.0,) * len(gpu[STARTER])).settled
+    return Timing(len(values[STARTER]), values[SUBMISSION], values[STARTER], values[OVERHEAD]).settled
 
 
 def read_timing(measured: Path, what: str) -> Timing:

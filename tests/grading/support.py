@@ -106,7 +106,8 @@ CONSTANT_GRADER = "def score(workspace, answers, measured):\n    return 1.0\n"
 
 def tiny_task(root: Path, measure_script: str, *, grader: str = CONSTANT_GRADER,
               hidden: dict[str, str] | None = None, inputs: tuple[str, ...] = (), public: dict[str, str] | None = None,
-              starter: dict[str, str] | None = None, repeats: int | None = None, timeout: float = 60.0,
+              starter: dict[str, str] | None = None, repeats: int | None = None, max_repeats: int | None = None,
+              timeout: float = 60.0,
               output_limit: int = 1 << 20, submission: str | None = None, name: str = "tiny") -> TinyTask:
     """A task in ``root``: assets (measure.py, grader.py, env/ = ``starter``), a prepared data
     variant (``public`` and ``hidden`` files) and a measure step reading ``inputs``."""
@@ -119,7 +120,7 @@ def tiny_task(root: Path, measure_script: str, *, grader: str = CONSTANT_GRADER,
     (assets / "measure.py").write_text(measure_script)
     (assets / "grader.py").write_text(grader)
     metric = Metric(name="score", direction="maximize", grader=FunctionRef("grader.py", "score"), submission=submission,
-                    measure=Measure("measure.py", inputs, timeout, output_limit, repeats))
+                    measure=Measure("measure.py", inputs, timeout, output_limit, repeats, max_repeats or repeats))
     task = TaskSpec(name=name, description="a tiny task", source=str(root / "tiny.yaml"), line=1, assets=assets,
                     metric=metric, data={}, limits=Limits())
     return TinyTask(task, PreparedData(public_dir, hidden_dir), root)

@@ -99,6 +99,36 @@ def test_timed_executions_are_interleaved_in_rotating_order(tmp_path):
         assert [run.index for run in executions(measured, name)] == [0, 1, 2, 3]
 
 
+def scripted_cpu_times(monkeypatch, **times: list[float]) -> None:
+    """Every execution of the measure step returns the next CPU time of its subject."""
+    from pytest_mlab.grading import measure as measure_module
+    from pytest_mlab.sandbox.base import ExecResult
+
+    left = {name: iter(values) for name, values in times.items()}
+
+    def run(self, subject, index, *, phase="run"):
+        return ExecResult(returncode=0, stdout="", stderr="", timed_out=False, duration=1.0,
+                          cpu_time=next(left[subject.name]))
+
+    monkeypatch.setattr(measure_module._Runner, "run", run)
+
+
+@pytest.mark.parametrize("max_repeats, submission, rounds, settled", [
+    (8, [2.6, 2.9, 3.1, 2.0, 2.05, 9.0, 9.0, 9.0], 5, True),  # adds rounds until its fastest repeats
+    (8, [2.0, 2.02, 2.9, 9.0, 9.0, 9.0, 9.0, 9.0], 3, True),  # settled rounds stop at repeats
+    (4, [2.6, 2.9, 3.1, 2.0, 2.05, 9.0, 9.0, 9.0], 4, False),  # and never pass max_repeats
+    (None, [2.6, 2.9, 3.1, 2.0, 2.05, 9.0, 9.0, 9.0], 3, False),  # without max_repeats: repeats, always
+])
+def test_rounds_are_added_until_each_fastest_time_is_seen_twice(tmp_path, monkeypatch, max_repeats, submission,
+                                                                 rounds, settled):
+    scripted_cpu_times(monkeypatch, submission=submission, starter=[2.0] * 8, overhead=[0.1] * 8)
+    task = tiny_task(tmp_path, script(""), starter={"work.py": ""}, repeats=3, max_repeats=max_repeats)
+    timing = json.loads((task.measure("local", {"work.py": ""}) / "timing.json").read_text())
+    assert (timing["repeats"], timing["settled"], timing["complete"]) == (rounds, settled, True)
+    assert (timing["min_repeats"], timing["max_repeats"]) == (3, max_repeats or 3)
+    assert timing["submission"] == submission[:rounds] and len(timing["order"]) == rounds
+
+
 def test_timing_stops_at_the_first_failed_execution(tmp_path):
     task = tiny_task(tmp_path, script('''
         if os.path.exists("broken"):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_mlab.errors import GradingError, InvalidSubmission
-from pytest_mlab.grading.timing import MIN_WORK_S, Timing, read_timing, relative_time
+from pytest_mlab.grading.timing import AGREEMENT, MIN_WORK_S, Timing, measured_enough, read_timing, relative_time
 
 
 def measured_folder(root: Path, *, submission, starter, overhead, complete: bool = True,
@@ -101,3 +101,49 @@ def test_a_measurement_stopped_for_want_of_cpu_accounting_says_so(tmp_path):
                                stopped="the bwrap sandbox cannot count the CPU time of what it runs here")
     with pytest.raises(GradingError, match="stopped before timing every execution: the bwrap sandbox cannot count"):
         read_timing(measured, "work.py")
+
+
+# ------------------------------------------------------------------ when a measurement has settled
+
+
+@pytest.mark.parametrize("submission, starter, overhead, settled", [
+    ((2.0, 2.05, 2.6), (2.0, 2.02, 2.5), (0.1, 0.1, 0.1), True),  # every fastest time seen twice
+    ((1.5, 2.05, 2.6), (2.0, 2.02, 2.5), (0.1, 0.1, 0.1), False),  # the submission's fastest seen once
+    ((2.0, 2.05, 2.6), (2.6, 2.02, 2.5), (0.1, 0.1, 0.1), False),  # the starter's fastest seen once
+    ((2.0, 2.05, 2.6), (2.0, 2.02, 2.5), (0.1, 0.4, 0.3), False),  # start-up seen once at its fastest
+    ((0.12, 0.13, 0.2), (2.0, 2.02, 2.5), (0.1, 0.1, 0.1), True),  # a fast submission settles on its own scale
+    ((2.0,), (2.0,), (0.1,), False),  # one round shows nothing twice
+    ((0.2, 0.2), (0.2, 0.2), (0.3, 0.3), False),  # no starter work to judge by
+])
+def test_a_measurement_settles_when_each_fastest_time_is_seen_twice(submission, starter, overhead, settled):
+    assert Timing(len(starter), submission, starter, overhead).settled is settled
+
+
+def test_agreement_is_a_share_of_the_starters_work():
+    work = 2.0 - 0.1
+    inside, outside = 2.0 + 0.9 * AGREEMENT * work, 2.0 + 1.1 * AGREEMENT * work
+    assert Timing(2, (2.0, inside), (2.0, 2.0), (0.1, 0.1)).settled
+    assert not Timing(2, (2.0, outside), (2.0, 2.0), (0.1, 0.1)).settled
+
+
+def gpu_report(measured: Path, name: str, seconds: list[float]) -> None:
+    for index, value in enumerate(seconds):
+        (measured / name / str(index) / "out" / "result.json").write_text(json.dumps({"gpu_seconds": value}))
+
+
+def test_a_gpu_measurement_settles_on_the_gpu_seconds(tmp_path):
+    """CPU times that never agree do not matter where the starter reports its GPU seconds."""
+    cpu = {"submission": [9.0, 5.0, 7.0], "starter": [3.0, 8.0, 6.0], "overhead": [0.1, 0.1, 0.1]}
+    measured = measured_folder(tmp_path, **cpu)
+    assert not measured_enough(measured, cpu)
+    gpu_report(measured, "submission", [0.51, 0.5, 0.9])
+    gpu_report(measured, "starter", [1.0, 1.01, 1.3])
+    assert measured_enough(measured, cpu)
+    gpu_report(measured, "starter", [1.0, 1.3, 1.5])
+    assert not measured_enough(measured, cpu)
+
+
+def test_unusable_times_end_the_measurement(tmp_path):
+    """More rounds would not help: grading rejects the submission (or says the grading broke)."""
+    cpu = {"submission": [1.0, -3.0], "starter": [2.0, 2.5], "overhead": [0.1, 0.3]}
+    assert measured_enough(measured_folder(tmp_path, **cpu), cpu)
