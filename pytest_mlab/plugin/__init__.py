@@ -41,9 +41,10 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = read_settings(config)
         skips_allowed = allow_skips(config)
         config.stash[GPU_POOL] = gpu_pool(config, settings.out_dir)
-        from pytest_mlab.sandbox.quiet import use_results_folder
+        from pytest_mlab.sandbox.quiet import lock_folder, use_results_folder
 
         use_results_folder(settings.out_dir)  # timed measurements hold the machine (sandbox/quiet.py)
+        lock_folder()  # a PYTEST_MLAB_QUIET_DIR that cannot be used stops the session before any run
         config.stash[DOCKER_HOSTS] = docker_hosts(config, settings.sandbox)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None

@@ -31,6 +31,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Iterator
 
+from pytest_mlab.errors import UsageError
+
 FOLDER_VARIABLE = "PYTEST_MLAB_QUIET_DIR"
 _held = threading.local()  # this thread's exclusive depth: its own executions must not wait on it
 _session_folder: Path | None = None
@@ -43,12 +45,21 @@ def use_results_folder(out_dir: Path) -> None:
 
 
 def lock_folder() -> Path:
+    """The folder of the lock files, created if need be; a session checks it at its start."""
     configured = os.environ.get(FOLDER_VARIABLE)
     if configured:
         folder = Path(configured)
     else:
         folder = _session_folder or Path(tempfile.gettempdir()) / f"pytest-mlab-quiet-{os.getuid()}"
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise PermissionError(13, "not writable by you")
+    except OSError as error:
+        where = f"{FOLDER_VARIABLE}={configured}" if configured else str(folder)
+        reason = error.strerror or str(error)
+        raise UsageError(f"{where}: cannot keep the lock of timed measurements there ({reason}); set "
+                         f"{FOLDER_VARIABLE} to a folder you can write, or leave it unset") from None
     return folder
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_mlab.errors import UsageError
 from pytest_mlab.grading.measured import executions
 from pytest_mlab.sandbox import quiet
 from tests.grading.support import tiny_task
@@ -196,3 +197,15 @@ def test_a_session_keeps_its_lock_in_its_results_folder(pytester, tmp_path, monk
     assert quiet.lock_folder() == tmp_path / "results" / ".quiet" / socket.gethostname()
     monkeypatch.setenv(quiet.FOLDER_VARIABLE, str(tmp_path / "chosen"))
     assert quiet.lock_folder() == tmp_path / "chosen"
+
+
+def test_an_unusable_lock_folder_is_a_usage_error_naming_the_variable(pytester, tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv(quiet.FOLDER_VARIABLE, str(blocker / "locks"))
+    with pytest.raises(UsageError, match=f"{quiet.FOLDER_VARIABLE}={blocker / 'locks'}: cannot keep the lock"):
+        quiet.lock_folder()
+    result = pytester.runpytest("--collect-only", "--mlab-out", str(tmp_path / "results"), "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{quiet.FOLDER_VARIABLE}=*locks: cannot keep the lock of timed measurements "
+                                 f"there*set {quiet.FOLDER_VARIABLE} to a folder you can write*"])
