@@ -41,7 +41,7 @@ from pathlib import Path, PurePosixPath
 from pytest_mlab.data.cache import PreparedData
 from pytest_mlab.errors import GradingError
 from pytest_mlab.grading.measured import OVERHEAD, STARTER, SUBMISSION
-from pytest_mlab.grading.timing import measured_enough
+from pytest_mlab.grading.timing import measured_enough, starter_reports_gpu_seconds
 from pytest_mlab.sandbox.base import ExecResult, Sandbox, SandboxOptions
 from pytest_mlab.sandbox.owner import owned_prefix
 from pytest_mlab.sandbox.quiet import script_running, timed_measurement
@@ -130,11 +130,15 @@ class _Runner:
         order: list[list[str]] = []
         stopped: str | None = None
         settled = False
+        on_gpu = False  # the unchanged starter reports GPU seconds: start-up alone is never subtracted
         for repeat in range(max(repeats, max_repeats)):
             shift = repeat % len(ROTATION)
-            this_round = [*ROTATION[shift:], *ROTATION[:shift]]
+            this_round: list[str] = []
             order.append(this_round)
-            for name in this_round:
+            for name in [*ROTATION[shift:], *ROTATION[:shift]]:
+                if name == OVERHEAD and on_gpu:
+                    continue
+                this_round.append(name)
                 result = self.run(subjects[name], repeat, phase=OVERHEAD if name == OVERHEAD else "run")
                 times[name].append(result.cpu_time)
                 if result.timed_out or result.returncode != 0:
@@ -145,6 +149,8 @@ class _Runner:
                                f"cannot be graded in it")
                 if stopped:
                     break
+                if name == STARTER and not on_gpu:  # the first round's starter runs before start-up
+                    on_gpu = starter_reports_gpu_seconds(self.measured)
             if stopped:
                 break
             settled = repeat + 1 >= repeats and measured_enough(self.measured, times)
@@ -153,7 +159,8 @@ class _Runner:
         _write_json(self.measured / "timing.json", {"unit": "cpu_seconds", "repeats": len(order), **times,
                                                      "order": order, "complete": stopped is None,
                                                      "stopped": stopped, "min_repeats": repeats,
-                                                     "max_repeats": max_repeats, "settled": settled})
+                                                     "max_repeats": max_repeats, "settled": settled,
+                                                     "gpu_seconds": on_gpu})
 
     def run(self, subject: Subject, index: int, *, phase: str = "run") -> ExecResult:
         """One execution in a fresh sandbox; its out/ and exec.json land in measured/SUBJECT/INDEX/."""

@@ -22,8 +22,8 @@ Work on a GPU is not in the CPU count. When the unchanged starter's executions r
 wall-clock seconds of their GPU work (:data:`GPU_SECONDS`, measured by the measure script with
 the GPU synchronised; no agent code runs in them, so they decide), those seconds replace the CPU
 times of the submission and the starter, with nothing to subtract: they cover the timed calls
-only. The submission's own report comes from the process its code ran in (see
-``measure_support``).
+only, so the measure step skips the start-up executions once the first starter has reported. The
+submission's own report comes from the process its code ran in (see ``measure_support``).
 """
 
 from __future__ import annotations
@@ -101,8 +101,9 @@ def read_timing(measured: Path, what: str) -> Timing:
     if not record.get("complete", False):
         _raise_first_failure(measured, what)
         raise GradingError(f"the measure step stopped before timing every execution: {record.get('stopped')}")
+    on_gpu = starter_reports_gpu_seconds(measured)
     values: dict[str, tuple[float, ...]] = {}
-    for name in (SUBMISSION, STARTER, OVERHEAD):
+    for name in (SUBMISSION, STARTER) if on_gpu else (SUBMISSION, STARTER, OVERHEAD):
         times = record.get(name) or []
         if len(times) != repeats:
             raise GradingError(f"the measure step timed the {name} {len(times)} times, not {repeats}")
@@ -116,10 +117,15 @@ def read_timing(measured: Path, what: str) -> Timing:
     return Timing(repeats, values[SUBMISSION], values[STARTER], values[OVERHEAD])
 
 
+def starter_reports_gpu_seconds(measured: Path) -> bool:
+    """Whether the unchanged starter's executions so far report GPU seconds: its work ran on a GPU."""
+    return any(GPU_SECONDS in (execution.result() or {}) for execution in executions(measured, STARTER))
+
+
 def _gpu_seconds(measured: Path, what: str) -> dict[str, tuple[float, ...]] | None:
     """The GPU seconds every execution reported, when the starter's did (see the module's
     docstring); None when the starter's report none: the work ran on the CPU."""
-    if not any(GPU_SECONDS in (execution.result() or {}) for execution in executions(measured, STARTER)):
+    if not starter_reports_gpu_seconds(measured):
         return None
     return {name: _durations(name, [(execution.result() or {}).get(GPU_SECONDS) for execution in
                                     executions(measured, name)], what, "GPU time", "reported")

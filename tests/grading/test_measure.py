@@ -13,6 +13,7 @@ import pytest
 
 from pytest_mlab.grading.measure import MEASURE_DIR, copy_regular_tree
 from pytest_mlab.grading.measured import executions
+from pytest_mlab.grading.timing import relative_time
 from tests.grading.support import tiny_task
 
 HEADER = "import json, os, sys\nimport mlab_measure\ninputs, out = mlab_measure.folders()\n"
@@ -127,6 +128,31 @@ def test_rounds_are_added_until_each_fastest_time_is_seen_twice(tmp_path, monkey
     assert (timing["repeats"], timing["settled"], timing["complete"]) == (rounds, settled, True)
     assert (timing["min_repeats"], timing["max_repeats"]) == (3, max_repeats or 3)
     assert timing["submission"] == submission[:rounds] and len(timing["order"]) == rounds
+
+
+GPU_REPORT = HEADER + textwrap.dedent('''
+    if mlab_measure.overhead_phase():
+        mlab_measure.finish(out)
+    sys.path.insert(0, os.getcwd())
+    import work
+    seconds = getattr(work, "SECONDS", None)
+    mlab_measure.finish(out, **({} if seconds is None else {"gpu_seconds": seconds}))
+''')
+
+
+@pytest.mark.parametrize("starter, expected_overheads", [("SECONDS = 2.0\n", 0), ("\n", 3)])
+def test_start_up_is_not_timed_once_the_starter_reports_gpu_seconds(tmp_path, starter, expected_overheads):
+    """On a GPU nothing is subtracted, so start-up executions would only cost time; the starter's
+    first execution, which runs before the first start-up execution, decides."""
+    task = tiny_task(tmp_path, GPU_REPORT, starter={"work.py": starter}, repeats=3)
+    measured = task.measure("local", {"work.py": "SECONDS = 0.5\n"})
+    timing = json.loads((measured / "timing.json").read_text())
+    assert len(timing["overhead"]) == expected_overheads and len(executions(measured, "overhead")) == expected_overheads
+    assert timing["gpu_seconds"] is (expected_overheads == 0) and timing["complete"]
+    assert sum(round_.count("overhead") for round_ in timing["order"]) == expected_overheads
+    assert [len(timing[name]) for name in ("submission", "starter")] == [3, 3]
+    if expected_overheads == 0:
+        assert relative_time(measured, "work.py") == pytest.approx(0.25)
 
 
 def test_timing_stops_at_the_first_failed_execution(tmp_path):
