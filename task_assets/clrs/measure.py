@@ -15,7 +15,11 @@ import mlab_measure
 
 CHECKPOINTS = "checkpoints"
 FILES = ("best.pkl", "spec_list.pkl", "model_params.pkl")
-BATCH = 32  # the original evaluates the test split in batches of 32
+# The original predicts the test split 32 graphs at a time on a GPU. On the CPU, XLA needs about
+# 0.65 GB per 64-node graph on top of 1.2 GB: 32 at once outgrew the task's 16 GB and the full
+# variant could not be graded. The model treats each graph on its own, so the pointers predicted
+# 4 at a time equal those predicted 32 or 1 at a time (checked bit for bit on mini).
+BATCH = 4
 SEED = 42  # train.py's default seed: init's parameters are replaced by the checkpoint's
 
 inputs, out = mlab_measure.folders()

@@ -163,6 +163,28 @@ def test_grader_scores_the_restored_model_on_the_hidden_graphs(data, tmp_path):
     assert grade(tmp_path, hidden) == pytest.approx(0.75, abs=0.02)
 
 
+def test_the_test_graphs_are_predicted_a_few_at_a_time(data, tmp_path):
+    """32 graphs of 64 nodes at once outgrew the task's 16 GB on the CPU, so full could not be
+    graded: the measure step predicts at most 4 at a time, each graph once and in order."""
+    _, hidden = data
+    bigger = tmp_path / "hidden"
+    bigger.mkdir()
+    for name in ("floyd_warshall_test_inputs.npz", "floyd_warshall_test.npz"):
+        arrays = load(hidden / name)
+        np.savez(bigger / name, **{key: np.concatenate([value] * 3, axis=1 if key.startswith("hint_") else 0)
+                                   for key, value in arrays.items()})
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    oracle(workspace, bigger)
+    body = (workspace / "baselines.py").read_text()
+    (workspace / "baselines.py").write_text(body.replace(
+        "graphs = features.inputs[1].data\n", "graphs = features.inputs[1].data\n"
+        "            assert len(graphs) <= 4, f'{len(graphs)} graphs at once'\n"))
+    assert "graphs at once" in (workspace / "baselines.py").read_text()
+    assert len(load(bigger / "floyd_warshall_test.npz")["output_Pi"]) == 3 * len(load(hidden / "floyd_warshall_test.npz")["output_Pi"])
+    assert grade(workspace, bigger) == 1.0
+
+
 def test_a_model_that_reads_the_hints_finds_no_answer(data, tmp_path):
     """The attack: the last Pi_h hint step is nearly the answer in CLRS's own data; the grader's copy
     of the features carries only the first step, so copying the last step scores as little as zeros."""
