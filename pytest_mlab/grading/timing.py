@@ -86,9 +86,16 @@ def measured_enough(measured: Path, cpu_seconds: dict[str, list[float | None]]) 
         gpu = _gpu_seconds(measured, "the submission")
     except (GradingError, InvalidSubmission):
         return True
+    return _timing(values, gpu).settled
+
+
+def _timing(cpu: dict[str, tuple[float, ...]], gpu: dict[str, tuple[float, ...]] | None) -> Timing:
+    """The executions' times as compared: the GPU seconds where the starter reports them, with
+    nothing subtracted; otherwise the CPU seconds."""
     if gpu is not None:
-        return Timing(len(gpu[STARTER]), gpu[SUBMISSION], gpu[STARTER], (0.0,) * len(gpu[STARTER])).settled
-    return Timing(len(values[STARTER]), values[SUBMISSION], values[STARTER], values[OVERHEAD]).settled
+        rounds = len(gpu[STARTER])
+        return Timing(rounds, gpu[SUBMISSION], gpu[STARTER], (0.0,) * rounds)
+    return Timing(len(cpu[STARTER]), cpu[SUBMISSION], cpu[STARTER], cpu[OVERHEAD])
 
 
 def read_timing(measured: Path, what: str) -> Timing:
@@ -111,10 +118,7 @@ def read_timing(measured: Path, what: str) -> Timing:
             raise GradingError(f"the sandbox reported no CPU time for the {name}: this backend cannot time "
                                f"measurements here")
         values[name] = _durations(name, times, what, "CPU time", "measured")
-    gpu = _gpu_seconds(measured, what)
-    if gpu is not None:
-        return Timing(repeats, gpu[SUBMISSION], gpu[STARTER], (0.0,) * repeats)
-    return Timing(repeats, values[SUBMISSION], values[STARTER], values[OVERHEAD])
+    return _timing(values, _gpu_seconds(measured, what))
 
 
 def starter_reports_gpu_seconds(measured: Path) -> bool:
