@@ -112,3 +112,110 @@ def test_the_command_names_an_unknown_task_and_a_missing_variant(tmp_path, capsy
     assert "nope" in capsys.readouterr().err
     assert main(["baseline", "toy", "--data", "huge", "--root", str(project)]) == 2
     assert "task 'toy' has no 'huge' data variant; it has: mini" in capsys.readouterr().err
+
+
+def git_project(tmp_path: Path) -> Path:
+    """The toy project as a git checkout with one commit, so `--add` can tell whether the task changed."""
+    import subprocess
+
+    project = copy_toy_project(tmp_path / "project")
+    for command in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "toy"]):
+        subprocess.run(["git", "-C", str(project), *command], check=True, capture_output=True)
+    return project
+
+
+def head(project: Path) -> str:
+    import subprocess
+
+    return subprocess.run(["git", "-C", str(project), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def recorded_here(project: Path, *scores: float, sandbox: str = "local", **machine_changes) -> Path:
+    """The toy task's mini baseline recorded as if measured on this machine at the project's HEAD."""
+    from pytest_mlab.results.environment import describe_environment
+
+    where = describe_environment(project)
+    machine = {key: where[key] for key in ("hostname", "platform", "python", "cpus", "gpus")}
+    machine.update(machine_changes)
+    spec = project / "specs" / "tasks" / "toy.yaml"
+    return record(Measured("toy", "mini", Measurement(scores, sandbox, "2026-11-23T10:00:00+0000", head(project),
+                                                      machine), spec))
+
+
+def fake_runs(monkeypatch, *scores: float) -> list:
+    """Replace the starter's runs by ``scores``; returns the calls made, so a test sees whether any ran."""
+    import pytest_mlab.cli.baseline as command
+    from pytest_mlab.results.environment import describe_environment
+
+    calls = []
+
+    def measure(root, name, variant, runs, sandbox, cache, out, *, check=False):
+        calls.append((name, variant, runs, sandbox))
+        where = describe_environment(root)
+        machine = {key: where[key] for key in ("hostname", "platform", "python", "cpus", "gpus")}
+        return Measured(name, variant, Measurement(scores[:runs], sandbox, "2026-11-24T10:00:00+0000", where["commit"],
+                                                   machine), root / "specs" / "tasks" / f"{name}.yaml")
+
+    monkeypatch.setattr(command, "measure", measure)
+    return calls
+
+
+def test_add_joins_new_runs_to_the_recorded_ones(tmp_path, capsys, monkeypatch):
+    project = git_project(tmp_path)
+    file = recorded_here(project, 0.5)
+    calls = fake_runs(monkeypatch, 0.7, 0.6)
+    assert main(["baseline", "toy", "--runs", "2", "--write", "--add", "--root", str(project)]) == 0
+    assert calls == [("toy", "mini", 2, "local")]
+    out = capsys.readouterr().out
+    assert "with the 1 recorded run(s): toy (mini): 3 run(s) of the starter: 0.5, 0.7, 0.6; mean 0.6" in out
+    entry = yaml.safe_load(file.read_text())["variants"]["mini"]
+    assert entry["scores"] == [0.5, 0.7, 0.6] and entry["mean"] == 0.6
+    assert entry["tolerance"] == Measurement((0.5, 0.7, 0.6)).tolerance > 0.01  # the spread of all three
+    assert entry["measured"] == "2026-11-24T10:00:00+0000"  # when the latest part ran
+    # and the spec reads the joined file without complaint
+    from pytest_mlab.spec.baselines import read_baselines
+    assert read_baselines(file, "toy", "toy.yaml")["mini"].scores == (0.5, 0.7, 0.6)
+
+
+def test_add_needs_write_and_a_recorded_baseline(tmp_path, capsys, monkeypatch):
+    project = git_project(tmp_path)
+    calls = fake_runs(monkeypatch, 1.0)
+    assert main(["baseline", "toy", "--add", "--root", str(project)]) == 2
+    assert "use it together with --write" in capsys.readouterr().err
+    assert main(["baseline", "toy", "--add", "--write", "--root", str(project)]) == 2
+    assert "task 'toy' has no baselines file yet" in capsys.readouterr().err
+    recorded_here(project, 0.5)
+    assert main(["baseline", "toy", "--add", "--write", "--data", "full", "--root", str(project)]) == 2
+    assert "has no 'full' baseline to add to" in capsys.readouterr().err
+    assert calls == []  # refused before any run
+
+
+@pytest.mark.parametrize("change, message", [
+    ("sandbox", "ran in the 'docker' sandbox, these would run in 'local'"),
+    ("machine", "were measured on another machine (cpus 999 there"),
+    ("task", "the task changed since the recorded runs"),
+    ("untracked", "): task_assets/toy/extra.py; the starter may score differently"),
+    ("spec", "): specs/tasks/toy.yaml; the starter may score differently"),
+    ("commit", "name no commit to compare with"),
+])
+def test_add_refuses_runs_that_would_not_be_one_sample(tmp_path, capsys, monkeypatch, change, message):
+    project = git_project(tmp_path)
+    file = recorded_here(project, 0.5, sandbox="docker" if change == "sandbox" else "local",
+                         **({"cpus": 999} if change == "machine" else {}))
+    if change == "task":
+        starter = next((project / "task_assets").rglob("*.py"))
+        starter.write_text(starter.read_text() + "\n# tuned\n")
+    if change == "spec":
+        spec = project / "specs" / "tasks" / "toy.yaml"
+        spec.write_text(spec.read_text().replace("max_steps: 10", "max_steps: 11"))
+    if change == "untracked":
+        (project / "task_assets" / "toy" / "extra.py").write_text("x = 1\n")
+    if change == "commit":
+        text = file.read_text()
+        file.write_text(text.replace(f"commit: {head(project)}", "commit: unknown"))
+    before = file.read_text()
+    calls = fake_runs(monkeypatch, 1.0)
+    assert main(["baseline", "toy", "--add", "--write", "--root", str(project)]) == 2
+    assert message in capsys.readouterr().err
+    assert calls == [] and file.read_text() == before

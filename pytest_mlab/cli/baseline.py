@@ -11,6 +11,12 @@ against its scores.
 
 A variant whose baseline is pinned (``baseline.pinned``: the paper's value for a skeleton
 starter, imdb 0.5, house-price 1e10, ...) is not measured over: ``--write`` refuses it.
+
+``--add`` adds the new runs to the variant's recorded scores instead of replacing them, so the
+paper's 8 runs of a task that trains for an hour can be measured in parts. The parts must be one
+sample: the same sandbox kind, the same machine (hostname, Python, CPU count, GPUs), and the
+task's spec and assets unchanged since the recorded commit. All of it is checked before anything
+runs.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
@@ -25,10 +32,12 @@ from pathlib import Path
 
 from pytest_mlab.data import default_cache_dir
 from pytest_mlab.errors import MlabError
-from pytest_mlab.spec.baselines import Measurement, write_baselines
+from pytest_mlab.spec.baselines import Measurement, read_baselines, write_baselines
 
 #: Where a task's baselines file goes when its spec names none: beside the tasks folder.
 DEFAULT_FOLDER = Path("..") / "baselines"
+#: What must match for runs measured at two times to count as one sample (``--add``).
+SAME_MACHINE = ("hostname", "python", "cpus", "gpus")
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,9 @@ def add_command(commands) -> None:
     baseline.add_argument("--sandbox", default="local", help="sandbox kind the starter runs in (default: local)")
     baseline.add_argument("--write", action="store_true",
                           help="record the scores in each task's baselines file, which its spec reads")
+    baseline.add_argument("--add", action="store_true",
+                          help="with --write: add these runs to the variant's recorded scores instead of replacing "
+                               "them (same machine and sandbox, task unchanged since the recorded commit)")
     baseline.add_argument("--root", type=Path, default=Path("."), help="project root (default: the current folder)")
     baseline.add_argument("--cache", type=Path, default=None, help=f"cache folder (default: {default_cache_dir()})")
     baseline.set_defaults(run=_baseline)
@@ -63,18 +75,105 @@ def add_command(commands) -> None:
 def _baseline(args: argparse.Namespace) -> int:
     if args.runs < 1:
         raise MlabError(f"--runs must be at least 1, got {args.runs}")
+    if args.add and not args.write:
+        raise MlabError("--add adds runs to a recorded baseline: use it together with --write")
     root = args.root.resolve()
     cache = (args.cache or default_cache_dir()).resolve()
     from pytest_mlab.sandbox.owner import owned_prefix
 
+    # every task's recorded scores are checked before the first run: a refusal after an hour of
+    # training would waste it
+    earlier = {name: recorded_to_extend(root, name, args.data, args.sandbox) for name in args.tasks} \
+        if args.add else {}
     with tempfile.TemporaryDirectory(prefix=owned_prefix("baseline")) as out:  # swept if this process is killed
         for name in args.tasks:
             measured = measure(root, name, args.data, args.runs, args.sandbox, cache, Path(out), check=args.write)
             print(measured.line(), flush=True)
+            if name in earlier:
+                measured = extended(earlier[name], measured)
+                print(f"  with the {len(earlier[name].scores)} recorded run(s): " + measured.line(), flush=True)
             if args.write:
                 written = record(measured)
                 print(f"  written to {os.path.relpath(written)}", flush=True)
     return 0
+
+
+def recorded_to_extend(root: Path, name: str, variant: str, sandbox: str) -> Measurement:
+    """The variant's recorded measurement, when runs measured now can join it as one sample; an
+    MlabError saying why not otherwise."""
+    from pytest_mlab.results.environment import describe_environment
+
+    spec = _project(root).tasks.raw(name, wanted_by=("TASK", None, "")).path
+    _relative, file = baselines_file(spec, name)
+    if not file.is_file():
+        raise MlabError(f"--add: task '{name}' has no baselines file yet ({os.path.relpath(file)}); "
+                        f"measure it first without --add")
+    recorded = read_baselines(file, name, os.path.relpath(file)).get(variant)
+    if recorded is None:
+        raise MlabError(f"--add: {os.path.relpath(file)} has no '{variant}' baseline to add to; measure it first "
+                        f"without --add")
+    if recorded.sandbox != sandbox:
+        raise MlabError(f"--add: the recorded '{variant}' runs of '{name}' ran in the '{recorded.sandbox}' sandbox, "
+                        f"these would run in '{sandbox}'; pass --sandbox={recorded.sandbox} or measure anew")
+    here = describe_environment(root)
+    differ = [f"{key} {recorded.machine.get(key)!r} there, {here[key]!r} here" for key in SAME_MACHINE
+              if recorded.machine.get(key) != here[key]]
+    if differ:
+        raise MlabError(f"--add: the recorded '{variant}' runs of '{name}' were measured on another machine "
+                        f"({'; '.join(differ)}); scores from two machines are not one sample: measure anew "
+                        f"without --add")
+    changed = _changed_since(root, recorded.commit, spec, _project(root).task_from_file(spec).assets)
+    if changed:
+        raise MlabError(f"--add: the task changed since the recorded runs (commit {recorded.commit[:12] or '?'}): "
+                        f"{changed}; the starter may score differently now: measure anew without --add")
+    return recorded
+
+
+def _changed_since(root: Path, commit: str, spec: Path, assets: Path) -> str | None:
+    """What differs in the task between ``commit`` and the working tree, or why that cannot be told;
+    None when nothing does. The spec's ``baseline:`` mapping is left out: recording a baseline edits it."""
+    if not commit or commit == "unknown":
+        return "the recorded runs name no commit to compare with"
+    try:
+        changed = _git(root, "diff", "--name-only", commit, "--", str(assets)).split()
+        changed += _git(root, "ls-files", "--others", "--exclude-standard", "--", str(assets)).split()
+        inside = _git(root, "ls-files", "--full-name", "--error-unmatch", str(spec)).strip()
+        then = _git(root, "show", f"{commit}:{inside}")
+    except MlabError as exc:
+        return str(exc)
+    import yaml
+
+    def without_baseline(text: str) -> object:
+        data = yaml.safe_load(text)
+        return {key: value for key, value in data.items() if key != "baseline"} if isinstance(data, dict) else data
+
+    if without_baseline(then) != without_baseline(spec.read_text(encoding="utf-8")):
+        changed.insert(0, os.path.relpath(spec, root))
+    return ", ".join(changed) or None
+
+
+def _git(root: Path, *arguments: str) -> str:
+    try:
+        done = subprocess.run(["git", "-C", str(root), *arguments], capture_output=True, text=True, timeout=60,
+                              check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise MlabError(f"git could not compare them ({exc})") from None
+    if done.returncode != 0:
+        raise MlabError(f"git could not compare them ({done.stderr.strip() or f'exit status {done.returncode}'})")
+    return done.stdout
+
+
+def extended(earlier: Measurement, now: Measured) -> Measured:
+    """``now``'s runs added to the recorded ones; when and at which commit are the latest part's."""
+    m = now.measurement
+    joined = Measurement(earlier.scores + m.scores, m.sandbox, m.measured, m.commit, m.machine)
+    return Measured(now.task, now.variant, joined, now.path)
+
+
+def _project(root: Path):
+    from pytest_mlab.spec.project import Project
+
+    return Project(root, root / "specs" / "actions", root / "agents", root / "specs" / "tasks")
 
 
 def measure(root: Path, name: str, variant: str, runs: int, sandbox: str, cache: Path, out: Path, *,
@@ -85,9 +184,8 @@ def measure(root: Path, name: str, variant: str, runs: int, sandbox: str, cache:
     from pytest_mlab.runner import execute
     from pytest_mlab.sandbox.gpus import GpuPool
     from pytest_mlab.spec.plan import Settings, compile_plans
-    from pytest_mlab.spec.project import Project
 
-    project = Project(root, root / "specs" / "actions", root / "agents", root / "specs" / "tasks")
+    project = _project(root)
     path = project.tasks.raw(name, wanted_by=("TASK", None, "")).path
     task = project.task_from_file(path)
     if variant not in task.data:
@@ -118,20 +216,24 @@ def record(measured: Measured) -> Path:
     """Write the measurement into the task's baselines file and make the spec read that file: its
     ``baseline.measured`` is added when missing, and a value written in the spec for the same
     variant is removed (a variant has one baseline). Returns the baselines file."""
-    import yaml
-
-    text = measured.path.read_text(encoding="utf-8")
-    try:
-        baseline = (yaml.safe_load(text) or {}).get("baseline")
-    except yaml.YAMLError as exc:
-        raise MlabError(f"{measured.path}: cannot read the spec to record its baseline: {exc}") from None
-    baseline = baseline if isinstance(baseline, dict) else {}
-    relative = baseline.get("measured") if isinstance(baseline.get("measured"), str) \
-        else (DEFAULT_FOLDER / f"{measured.task}.yaml").as_posix()
-    file = measured.path.parent / relative
+    relative, file = baselines_file(measured.path, measured.task)
     write_baselines(file, measured.task, {measured.variant: measured.measurement})
     edit_baseline_mapping(measured.path, set_values={"measured": relative}, remove=(measured.variant,))
     return file
+
+
+def baselines_file(spec: Path, task: str) -> tuple[str, Path]:
+    """The baselines file the spec names (or the default one), as written in the spec and as a path."""
+    import yaml
+
+    try:
+        baseline = (yaml.safe_load(spec.read_text(encoding="utf-8")) or {}).get("baseline")
+    except yaml.YAMLError as exc:
+        raise MlabError(f"{spec}: cannot read the spec to find its baselines file: {exc}") from None
+    baseline = baseline if isinstance(baseline, dict) else {}
+    relative = baseline.get("measured") if isinstance(baseline.get("measured"), str) \
+        else (DEFAULT_FOLDER / f"{task}.yaml").as_posix()
+    return relative, spec.parent / relative
 
 
 def edit_baseline_mapping(path: Path, set_values: dict[str, str], remove: tuple[str, ...] = ()) -> None:
