@@ -20,7 +20,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import time
 from contextlib import contextmanager
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import IO, Callable, Iterator
 
 from pytest_mlab.errors import SandboxError, UsageError
+from pytest_mlab.sandbox.host_locks import host_lock_folder
 
 AUTO, NONE = "auto", "none"
 LOCK_DIR = ".gpus"  # in the results folder
@@ -141,7 +141,7 @@ class GpuPool:
     def in_results(cls, out_dir: Path, ids: tuple[str, ...] | None) -> "GpuPool":
         """The pool of a session writing to ``out_dir``: its locks are per host, so sessions on other
         machines that share the folder do not hold this machine's GPUs."""
-        return cls(out_dir / LOCK_DIR / socket.gethostname(), ids)
+        return cls(host_lock_folder(out_dir, LOCK_DIR), ids)
 
     def on_docker_host(self, host: str, listed: Callable[[], tuple[str, ...]]) -> "GpuPool":
         """The pool of a remote docker host's own GPUs (``listed``: its indexes, asked only for

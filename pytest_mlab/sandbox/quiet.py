@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import socket
 import tempfile
 import threading
 from contextlib import contextmanager
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import IO, Iterator
 
 from pytest_mlab.errors import UsageError
+from pytest_mlab.sandbox.host_locks import host_lock_folder
 
 FOLDER_VARIABLE = "PYTEST_MLAB_QUIET_DIR"
 _held = threading.local()  # this thread's exclusive depth: its own executions must not wait on it
@@ -41,7 +41,7 @@ _session_folder: Path | None = None
 def use_results_folder(out_dir: Path) -> None:
     """Called by the plugin in every process of a session (controller and workers alike)."""
     global _session_folder
-    _session_folder = Path(out_dir) / ".quiet" / socket.gethostname()
+    _session_folder = host_lock_folder(out_dir, ".quiet")
 
 
 def lock_folder() -> Path:
