@@ -70,11 +70,11 @@ def render_summary(results: list[RunResult]) -> str:
              "tokens": _count(row["mean_tokens"]), "cost": f"${row['total_cost']:.2f}",
              "time": format_duration(row["mean_wall_time"] or 0.0)} for row in summary["groups"]]
     agents = [{"agent": agent_label(row), "tasks": row["tasks"], "runs": row["runs"],
-               "headline over": f"{row['paper_tasks']} paper tasks" if row["headline_tasks"] == "paper"
-               else f"all {row['tasks']} tasks",
+               "headline over": (f"{row['paper_tasks']} paper task{'s' * (row['paper_tasks'] != 1)}"
+                                 if row["headline_tasks"] == "paper" else f"all {row['tasks']} task{'s' * (row['tasks'] != 1)}"),
                "average success": _percent(row["average_success_rate"], signed=False),
                "excl. infra": _percent(row["average_success_rate_excluding_infrastructure"], signed=False),
-               "average improvement": _percent(row["average_improvement"]),
+               "median improvement": _percent(row["median_improvement"]),
                "other tasks": "-" if not row["other_tasks"] else
                f"{_percent(row['other_average_success_rate'], signed=False)} of {row['other_tasks']}",
                "infra failures": row["infrastructure_failures"],

@@ -122,3 +122,16 @@ def test_the_raw_metric_spread_covers_the_valid_submissions_of_each_group():
     assert (diabetes["scored"], diabetes["mean"], diabetes["std"], diabetes["direction"]) == (1, 57.5, None, "minimize")
     (unscored,) = metric_spread([run(score=None, valid=False)])
     assert [unscored[key] for key in ("scored", "mean", "std", "min", "max")] == [0, None, None, None, None]
+
+
+def test_improvement_over_tasks_is_a_median_that_a_placeholder_baseline_cannot_swamp():
+    # fathomnet against its pinned 1e-10: the paper's formula gives +4e11 %, which would be the whole mean
+    runs = [run("cifar10", improvement=0.2, tags=["paper"]), run("imdb", improvement=0.4, tags=["paper"]),
+            run("fathomnet", improvement=4.1e9, tags=["paper"]),
+            run("ogbn-arxiv", improvement=0.0, tags=["paper"], valid=False),  # no valid submission: not counted
+            run("digits", improvement=5.0, tags=["smoke"])]  # not a paper task
+    (agent,) = aggregate(runs)["agents"]
+    assert agent["median_improvement"] == pytest.approx(0.4)  # of 0.2, 0.4 and 4.1e9
+    assert agent["average_improvement"] == pytest.approx((0.2 + 0.4 + 4.1e9) / 3)
+    (even,) = aggregate(runs[:2])["agents"]
+    assert even["median_improvement"] == pytest.approx(0.3)

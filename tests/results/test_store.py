@@ -63,3 +63,17 @@ def test_the_summary_shows_token_counts_as_whole_numbers():
     runs = [result(seed=0, tokens=15426, llm="gpt-4"), result(seed=1, tokens=15434, llm="gpt-4")]
     summary = render_summary(runs)
     assert "15,430" in summary and "e+04" not in summary
+
+
+def test_the_agents_summary_names_its_headline_tasks_and_the_median_improvement():
+    from pytest_mlab.results.store import render_summary
+    from tests.results.builders import run
+
+    runs = [run("cifar10", improvement=0.2, tags=["paper"]), run("fathomnet", improvement=4.1e9, tags=["paper"]),
+            run("imdb", improvement=0.4, tags=["paper"]), run("digits", success=False, improvement=0.0, tags=["smoke"])]
+    agents = render_summary(runs).split("\n\n")[-1].splitlines()
+    header, (row,) = agents[0].split(), agents[1:]
+    assert "median" in header and "average improvement" not in agents[0]
+    assert "3 paper tasks" in row and "+40.0%" in row and "0.0% of 1" in row
+    one = render_summary([run("cifar10", tags=["paper"])]).split("\n\n")[-1]
+    assert "1 paper task " in one and "tasks" not in one.splitlines()[1]
