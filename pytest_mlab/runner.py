@@ -8,6 +8,7 @@ calls :func:`run_item` and reports what it returns.
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 import traceback
@@ -197,6 +198,8 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
         final = env.final_snapshot()
         status.phase(GRADING)
         grade = grade_snapshot(plan.task, snapshots, final, data, sandbox=sandbox.name, options=options)
+        if grade.timing is not None:  # a timed task: its rounds and times, to read a surprising ratio back
+            (run_dir / "timing.json").write_text(json.dumps(grade.timing, indent=1), encoding="utf-8")
         claims = unmeasured_claims(read_trace(trace_path))
         verdict = judge(plan.task, plan.baseline, grade, env.end_reason, plan.agent.expect, detail, claims,
                         variant=plan.variant)

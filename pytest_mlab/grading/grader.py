@@ -10,10 +10,12 @@ grader then gets the plain data it produced as a third argument, ``measured``.
 
 from __future__ import annotations
 
+import json
 import math
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
+from typing import Any, Mapping
 
 from pytest_mlab.data.cache import PreparedData
 from pytest_mlab.grading.measure import measure
@@ -21,7 +23,7 @@ from pytest_mlab.sandbox.base import SandboxOptions
 from pytest_mlab.sandbox.environ import clean_environment
 from pytest_mlab.sandbox.owner import owned_prefix
 from pytest_mlab.spec.models import TaskSpec
-from pytest_mlab.task_code import call_task_function
+from pytest_mlab.task_code import TaskCallResult, call_task_function
 from pytest_mlab.trace import SnapshotStore
 
 GRADER_TIMEOUT = 1800.0
@@ -34,6 +36,9 @@ class Grade:
     # the grader itself failed (raised something other than InvalidSubmission, died, timed out):
     # nothing is known about the submission, so the run is not the agent's failure
     grader_failed: bool = False
+    # a timed task's measurement (the measure step's timing.json): rounds, every time, settled or
+    # not; the run keeps it, so a surprising ratio can be read back
+    timing: Mapping[str, Any] | None = None
 
     @property
     def valid(self) -> bool:
@@ -45,6 +50,7 @@ def grade_snapshot(task: TaskSpec, store: SnapshotStore, snapshot_id: str, data:
     """Materialise the snapshot outside any workspace, run the task's measure step if it has one
     (in a ``sandbox`` of that kind, with ``options``), and score it. A submission the grader rejects
     (InvalidSubmission) is invalid; a grader that fails otherwise is a grader failure."""
+    timing: Mapping[str, Any] | None = None
     with tempfile.TemporaryDirectory(prefix=owned_prefix("grade")) as scratch:
         workspace = Path(scratch) / "workspace"
         links = store.materialize_regular(snapshot_id, workspace, link_paths=data.public_files())
@@ -58,8 +64,14 @@ def grade_snapshot(task: TaskSpec, store: SnapshotStore, snapshot_id: str, data:
         arguments = {"workspace": workspace, "answers": data.hidden}
         if task.metric.measure is not None:
             arguments["measured"] = measure(task, store, snapshot_id, data, sandbox, options, Path(scratch))
+            timing = _timing_record(arguments["measured"])
         result = call_task_function(task.assets, task.metric.grader, arguments, timeout=GRADER_TIMEOUT,
                                     env=clean_environment())
+    return replace(_judged(result), timing=timing)
+
+
+def _judged(result: TaskCallResult) -> Grade:
+    """The grader's answer as a grade: a score, an invalid submission, or a grader failure."""
     if result.invalid is not None:
         return Grade(None, result.invalid)
     if result.error is not None:
@@ -70,6 +82,14 @@ def grade_snapshot(task: TaskSpec, store: SnapshotStore, snapshot_id: str, data:
     if not math.isfinite(value):  # e.g. a score computed from the submission's NaN
         return Grade(None, f"the grader returned {value!r}, not a finite number")
     return Grade(float(value))
+
+
+def _timing_record(measured: Path) -> Mapping[str, Any] | None:
+    """The measure step's timing.json (timed tasks only), or None."""
+    try:
+        return json.loads((measured / "timing.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 def _through_link(submission: str, links: list[str]) -> str | None:

@@ -130,6 +130,15 @@ def test_rounds_are_added_until_each_fastest_time_is_seen_twice(tmp_path, monkey
     assert timing["submission"] == submission[:rounds] and len(timing["order"]) == rounds
 
 
+def test_the_grade_carries_a_timed_measurement_and_nothing_otherwise(tmp_path):
+    timed = tiny_task(tmp_path / "timed", script(""), starter={"work.py": ""}, repeats=2)
+    grade = timed.grade("local", {"work.py": ""})
+    assert grade.valid and grade.timing is not None
+    assert grade.timing["repeats"] == 2 and len(grade.timing["submission"]) == 2 and grade.timing["complete"]
+    untimed = tiny_task(tmp_path / "untimed", script(""), starter={"work.py": ""})
+    assert untimed.grade("local", {"work.py": ""}).timing is None
+
+
 GPU_REPORT = HEADER + textwrap.dedent('''
     if mlab_measure.overhead_phase():
         mlab_measure.finish(out)

@@ -73,6 +73,9 @@ def test_main_job_runs_every_task_with_both_default_agents(pytester: pytest.Pyte
         assert baseline["valid"] and reference["valid"], (baseline["message"], reference["message"])
         assert 0.5 < baseline["score"] < 1.5 and 0 < reference["score"] < 1.5, (baseline["score"], reference["score"])
         assert reference["end_reason"] == "final answer"
+        for run in (baseline, reference):  # each run keeps its measurement, to read a surprising ratio back
+            timing = json.loads((Path(run["run_dir"]) / "timing.json").read_text())
+            assert timing["complete"] and 3 <= timing["repeats"] <= timing["max_repeats"], timing
     for task in (name for name in runnable if name not in timed):
         baseline, reference = runs[(task, "baseline")], runs[(task, "reference")]
         assert baseline["passed"] and baseline["expect"] == "baseline", baseline["message"]
@@ -81,6 +84,7 @@ def test_main_job_runs_every_task_with_both_default_agents(pytester: pytest.Pyte
         assert not baseline["success"], baseline["message"]
         assert reference["success"] and reference["improvement"] > 0.10 and reference["passed"], reference["message"]
         assert reference["end_reason"] == "final answer" and reference["failure"] is None
+        assert not (Path(reference["run_dir"]) / "timing.json").exists()
         trace = read_trace(Path(reference["trace"]))
         assert trace[0]["type"] == "run" and trace[-1]["type"] == "result"
         assert [r["action"] for r in trace if r["type"] == "step"][-2:] == ["Execute Script", "Final Answer"]
