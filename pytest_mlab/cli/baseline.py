@@ -103,7 +103,8 @@ def recorded_to_extend(root: Path, name: str, variant: str, sandbox: str) -> Mea
     MlabError saying why not otherwise."""
     from pytest_mlab.results.environment import describe_environment
 
-    spec = _project(root).tasks.raw(name, wanted_by=("TASK", None, "")).path
+    project = _project(root)
+    spec = _spec_path(project, name)
     _relative, file = baselines_file(spec, name)
     if not file.is_file():
         raise MlabError(f"--add: task '{name}' has no baselines file yet ({os.path.relpath(file)}); "
@@ -122,7 +123,7 @@ def recorded_to_extend(root: Path, name: str, variant: str, sandbox: str) -> Mea
         raise MlabError(f"--add: the recorded '{variant}' runs of '{name}' were measured on another machine "
                         f"({'; '.join(differ)}); scores from two machines are not one sample: measure anew "
                         f"without --add")
-    changed = _changed_since(root, recorded.commit, spec, _project(root).task_from_file(spec).assets)
+    changed = _changed_since(root, recorded.commit, spec, project.task_from_file(spec).assets)
     if changed:
         raise MlabError(f"--add: the task changed since the recorded runs (commit {recorded.commit[:12] or '?'}): "
                         f"{changed}; the starter may score differently now: measure anew without --add")
@@ -176,6 +177,11 @@ def _project(root: Path):
     return Project(root, root / "specs" / "actions", root / "agents", root / "specs" / "tasks")
 
 
+def _spec_path(project, name: str) -> Path:
+    """The spec file of task ``name``; an error naming the tasks there when there is none."""
+    return project.tasks.raw(name, wanted_by=("TASK", None, "")).path
+
+
 def measure(root: Path, name: str, variant: str, runs: int, sandbox: str, cache: Path, out: Path, *,
             check: bool = False) -> Measured:
     """The baseline agent's scores on ``runs`` runs; any run that does not grade is an error.
@@ -186,7 +192,7 @@ def measure(root: Path, name: str, variant: str, runs: int, sandbox: str, cache:
     from pytest_mlab.spec.plan import Settings, compile_plans
 
     project = _project(root)
-    path = project.tasks.raw(name, wanted_by=("TASK", None, "")).path
+    path = _spec_path(project, name)
     task = project.task_from_file(path)
     if variant not in task.data:
         raise MlabError(f"task '{name}' has no '{variant}' data variant; it has: {', '.join(task.data)}")

@@ -44,15 +44,20 @@ def wilson_interval(successes: int, runs: int, z: float = Z_95) -> tuple[float, 
     return low, high
 
 
+def _finite(values: Iterable[float | None]) -> list[float]:
+    """The values that are numbers (a baseline of 0 gives an infinite gain, a missing one None)."""
+    return [float(value) for value in values if value is not None and math.isfinite(value)]
+
+
 def _mean(values: Iterable[float | None]) -> float | None:
-    """Mean of the finite values; None when there are none (a baseline of 0 gives an infinite gain)."""
-    finite = [float(value) for value in values if value is not None and math.isfinite(value)]
+    """Mean of the finite values; None when there are none."""
+    finite = _finite(values)
     return sum(finite) / len(finite) if finite else None
 
 
 def _median(values: Iterable[float | None]) -> float | None:
     """Median of the finite values; None when there are none."""
-    finite = [float(value) for value in values if value is not None and math.isfinite(value)]
+    finite = _finite(values)
     return statistics.median(finite) if finite else None
 
 
@@ -120,7 +125,7 @@ def metric_spread(runs: list[RunResult]) -> list[dict[str, Any]]:
     ``runs`` were scored; their mean, sample standard deviation (None below 2), min and max."""
     rows = []
     for key, members in _by_group(runs):
-        scores = [float(run.score) for run in members if run.valid and run.score is not None and math.isfinite(run.score)]
+        scores = _finite(run.score for run in members if run.valid)
         mean = _mean(scores)
         std = math.sqrt(sum((score - mean) ** 2 for score in scores) / (len(scores) - 1)) if len(scores) > 1 else None
         rows.append({**dict(zip(GROUP_KEYS, key)), "metric": members[0].metric, "direction": members[0].direction,

@@ -70,8 +70,8 @@ def render_summary(results: list[RunResult]) -> str:
              "tokens": _count(row["mean_tokens"]), "cost": f"${row['total_cost']:.2f}",
              "time": format_duration(row["mean_wall_time"] or 0.0)} for row in summary["groups"]]
     agents = [{"agent": agent_label(row), "tasks": row["tasks"], "runs": row["runs"],
-               "headline over": (f"{row['paper_tasks']} paper task{'s' * (row['paper_tasks'] != 1)}"
-                                 if row["headline_tasks"] == "paper" else f"all {row['tasks']} task{'s' * (row['tasks'] != 1)}"),
+               "headline over": _counted(row["paper_tasks"], "paper task") if row["headline_tasks"] == "paper"
+               else "all " + _counted(row["tasks"], "task"),
                "average success": _percent(row["average_success_rate"], signed=False),
                "excl. infra": _percent(row["average_success_rate_excluding_infrastructure"], signed=False),
                "median improvement": _percent(row["median_improvement"]),
@@ -80,6 +80,10 @@ def render_summary(results: list[RunResult]) -> str:
                "infra failures": row["infrastructure_failures"],
                "cost": f"${row['total_cost']:.2f}"} for row in summary["agents"]]
     return pd.DataFrame(rows).to_string(index=False) + "\n\n" + pd.DataFrame(agents).to_string(index=False)
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _percent(value: float | None, signed: bool = True) -> str:
