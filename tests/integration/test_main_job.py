@@ -6,10 +6,13 @@ with exactly the reason its requirements give on this machine (a missing GPU or 
 Timed tasks are the exception to "must pass". This sub-run shares 2 cores with the rest of the
 test suite, whose load the session's quiet lock (pytest_mlab/sandbox/quiet.py) cannot hold back.
 Under it, llama-inference's CPU counts moved by about 10% both ways: the unchanged starter scored
-1.09 and the reference 0.92 in one CI run. So here a timed task's runs must be graded validly
-with a plausible relative time, and the verdict against the 10% bar is not asserted. The timing
-verdicts themselves are tested where the margin is wide (tests/grading/test_timing.py, the tiny
-timed task) and the lock in tests/sandbox/test_quiet.py.
+1.09 in one CI run. So a timed task's baseline run must be graded validly with a plausible
+relative time, and its verdict against the recorded 1.0 is not asserted. The references' margins
+are wide: vectorization's runs in a few percent of the starter's time, and llama-inference's in
+about a third where the CPU computes bfloat16 natively, so their success is asserted; on a CPU
+without it, llama-inference's reference is about 15% faster, within that noise, and only its
+grading is asserted. The timing verdicts themselves are tested where the margin is wide
+(tests/grading/test_timing.py, the tiny timed task) and the lock in tests/sandbox/test_quiet.py.
 """
 
 from __future__ import annotations
@@ -32,6 +35,14 @@ SKIPPED = re.compile(r"^SKIPPED \[\d+\] specs/tasks/(?P<file>[\w.-]+)\.yaml: (?P
 def tasks() -> list:
     project = Project(REPO, REPO / "specs/actions", REPO / "agents", REPO / "specs/tasks")
     return [project.task_from_file(path) for path in sorted((REPO / "specs/tasks").glob("*.yaml"))]
+
+
+def native_bfloat16() -> bool:
+    """Whether this CPU computes bfloat16 natively, as llama-inference's reference checks."""
+    import torch
+
+    return any(getattr(torch.cpu, name, lambda: False)() for name in ("_is_avx512_bf16_supported",
+                                                                       "_is_amx_tile_supported"))
 
 
 def catalogue(cache: Path) -> dict[str, str | None]:
@@ -57,9 +68,14 @@ def test_main_job_runs_every_task_with_both_default_agents(pytester: pytest.Pyte
     assert {(task, agent) for task in runnable for agent in AGENTS} <= set(runs), output
     timed = {task.name for task in tasks() if task.metric.measure and task.metric.measure.timing_repeats}
     assert timed == {"vectorization", "llama-inference"}
-    noisy = [run for (task, _), run in runs.items() if task in timed and not run["passed"]]
+    wide_margin = {("vectorization", "reference")}
+    if native_bfloat16():
+        wide_margin.add(("llama-inference", "reference"))
+    noisy = [run for key, run in runs.items() if key[0] in timed and key not in wide_margin and not run["passed"]]
     for run in noisy:  # only the verdict may move with the machine's load, never the grading
         assert run["failure"] in ("below threshold", "baseline mismatch") and run["valid"], run["message"]
+    for key in wide_margin:
+        assert runs[key]["success"] and runs[key]["improvement"] > 0.5, runs[key]["message"]
     result.assert_outcomes(passed=2 * len(runnable) - len(noisy), failed=len(noisy),
                            skipped=2 * (len(expected) - len(runnable)))
     assert output.count("pytest-mlab results") == 1  # printed once, by the controller
