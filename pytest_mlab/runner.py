@@ -8,7 +8,6 @@ calls :func:`run_item` and reports what it returns.
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 import traceback
@@ -24,7 +23,7 @@ from pytest_mlab.env import Environment, ReadOnlyRules
 from pytest_mlab.env.deadline import RunTimedOut, deadline
 from pytest_mlab.errors import HostLost, MlabError
 from pytest_mlab.grading.claims import unmeasured_claims
-from pytest_mlab.grading.grader import grade_snapshot
+from pytest_mlab.grading.grader import grade_snapshot, keep_timing
 from pytest_mlab.grading.verdict import judge
 from pytest_mlab.llm import BudgetExhausted, LLMError, ProviderError, TokenLimitExceeded
 from pytest_mlab.llm.session import human_helper, open_session
@@ -198,8 +197,7 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
         final = env.final_snapshot()
         status.phase(GRADING)
         grade = grade_snapshot(plan.task, snapshots, final, data, sandbox=sandbox.name, options=options)
-        if grade.timing is not None:  # a timed task: its rounds and times, to read a surprising ratio back
-            (run_dir / "timing.json").write_text(json.dumps(grade.timing, indent=1), encoding="utf-8")
+        keep_timing(grade, run_dir)
         claims = unmeasured_claims(read_trace(trace_path))
         verdict = judge(plan.task, plan.baseline, grade, env.end_reason, plan.agent.expect, detail, claims,
                         variant=plan.variant)

@@ -27,6 +27,7 @@ from pytest_mlab.task_code import TaskCallResult, call_task_function
 from pytest_mlab.trace import SnapshotStore
 
 GRADER_TIMEOUT = 1800.0
+TIMING_FILE = "timing.json"  # a timed run's measurement, in its run folder
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,13 @@ def grade_snapshot(task: TaskSpec, store: SnapshotStore, snapshot_id: str, data:
     return replace(_judged(result), timing=timing)
 
 
+def keep_timing(grade: Grade, run_dir: Path) -> None:
+    """A timed task's measurement beside the run it scored (by the run, or by a rescore, whose
+    measurement then replaces the run's), so a surprising ratio can be read back."""
+    if grade.timing is not None:
+        (Path(run_dir) / TIMING_FILE).write_text(json.dumps(dict(grade.timing), indent=1), encoding="utf-8")
+
+
 def _judged(result: TaskCallResult) -> Grade:
     """The grader's answer as a grade: a score, an invalid submission, or a grader failure."""
     if result.invalid is not None:
@@ -87,7 +95,7 @@ def _judged(result: TaskCallResult) -> Grade:
 def _timing_record(measured: Path) -> Mapping[str, Any] | None:
     """The measure step's timing.json (timed tasks only), or None."""
     try:
-        return json.loads((measured / "timing.json").read_text(encoding="utf-8"))
+        return json.loads((measured / TIMING_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_mlab.data.cache import PreparedData
-from pytest_mlab.grading.grader import Grade, grade_snapshot
+from pytest_mlab.grading.grader import Grade, grade_snapshot, keep_timing
 from pytest_mlab.grading.verdict import Verdict, improvement, judge
 from pytest_mlab.outcomes import EndReason
 from pytest_mlab.sandbox.base import SandboxOptions
@@ -61,6 +61,7 @@ def regrade_final(task: TaskSpec, run_dir: Path, data: PreparedData, *, sandbox:
         return None
     grade = grade_snapshot(task, SnapshotStore(run_dir / "snapshots", fsync=False), snapshot, data, sandbox=sandbox,
                            options=SandboxOptions.for_task(task, task.limits, label))
+    keep_timing(grade, run_dir)
     baseline = task.baseline.get(variant)
     detail = message.removeprefix(f"the run {end_reason}: ") if EndReason(end_reason).cut_short else None
     return grade, judge(task, baseline, grade, end_reason, expect, detail, variant=variant), baseline

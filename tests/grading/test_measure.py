@@ -139,6 +139,22 @@ def test_the_grade_carries_a_timed_measurement_and_nothing_otherwise(tmp_path):
     assert untimed.grade("local", {"work.py": ""}).timing is None
 
 
+def test_a_rescore_leaves_its_own_measurement_in_the_run_folder(tmp_path):
+    """``pytest-mlab rescore`` measures a timed task again; the run folder then explains the new
+    score, not the run's first one."""
+    from pytest_mlab.grading.rescore import regrade_final
+
+    timed = tiny_task(tmp_path / "run", script(""), starter={"work.py": ""}, repeats=2)
+    _, snapshot = timed.snapshot({"work.py": ""})
+    run_dir = timed.root  # the snapshots are in run/snapshots, as a run keeps them
+    (run_dir / "trace.jsonl").write_text(json.dumps({"type": "result", "snapshot": snapshot}) + "\n")
+    (run_dir / "timing.json").write_text('{"repeats": 7}')
+    grade, _, _ = regrade_final(timed.task, run_dir, timed.data, sandbox="local", label="test-tiny", variant="mini",
+                                end_reason="final answer", expect="success", message="")
+    kept = json.loads((run_dir / "timing.json").read_text())
+    assert kept == dict(grade.timing) and kept["repeats"] == 2 and kept["complete"]
+
+
 GPU_REPORT = HEADER + textwrap.dedent('''
     if mlab_measure.overhead_phase():
         mlab_measure.finish(out)
