@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import textwrap
 from pathlib import Path
 
@@ -628,6 +629,34 @@ def test_xdist_runs_report_every_result_once(pytester, toy_project, mlab_cache) 
     assert sorted(run["run_id"] for run in payload["runs"]) == [
         "toy[mini-baseline-s0]", "toy[mini-baseline-s1]", "toy[mini-reference-s0]", "toy[mini-reference-s1]"]
     assert all(run["passed"] for run in payload["runs"])
+
+
+def test_interleaving_spreads_each_groups_members_and_keeps_other_items_in_place() -> None:
+    from pytest_mlab.plugin.order import interleaved
+
+    items = ["a1", "a2", "a3", "x", "b1", "b2", "c1", "y"]
+    group = {"a": "a", "b": "b", "c": "c"}
+    reordered = interleaved(items, lambda item: group.get(item[0]))
+    assert reordered == ["a1", "b1", "c1", "x", "a2", "b2", "a3", "y"]
+    assert interleaved(items, lambda item: None) == items and interleaved([], lambda item: "g") == []
+
+
+@pytest.mark.slow
+def test_under_xdist_the_runs_of_one_task_go_to_different_workers(pytester, toy_project, mlab_cache) -> None:
+    """Collected as toy's two runs then toy2's, xdist's first chunks would give both of a task's
+    runs to one worker; interleaved, each worker gets one run of each task."""
+    (toy_project / "specs" / "tasks" / "toy2.yaml").write_text(
+        (toy_project / "specs" / "tasks" / "toy.yaml").read_text().replace("name: toy\n", "name: toy2\n"))
+    serial = run_specs(pytester, "--collect-only", "-q", cache_dir=mlab_cache)
+    assert [nodeid.split("::")[1] for nodeid in collected_ids(serial)] == [
+        "toy[mini-baseline-s0]", "toy[mini-reference-s0]", "toy2[mini-baseline-s0]", "toy2[mini-reference-s0]"]
+    result = run_specs(pytester, "-n", "2", "-v", cache_dir=mlab_cache, subprocess=True)
+    result.assert_outcomes(passed=4)
+    workers: dict[str, set[str]] = {}
+    for line in result.outlines:
+        if match := re.match(r"\[(gw\d)\] .*PASSED specs/tasks/\w+\.yaml::(\w+)\[", line):
+            workers.setdefault(match[2], set()).add(match[1])
+    assert workers == {"toy": {"gw0", "gw1"}, "toy2": {"gw0", "gw1"}}, output_of(result)
 
 
 # ------------------------------------------------------------------ agent options, checked at collection

@@ -1,7 +1,7 @@
 """pytest-mlab's pytest glue, and nothing else: the hooks pytest calls (this module, the entry
 point ``mlab``), the items (items.py), options (options.py), the results reporter (reporter.py),
-JUnit and pytest-html properties (junit.py), notices before the first run (notices.py) and the
-terminal for a human LLM (console.py).
+JUnit and pytest-html properties (junit.py), notices before the first run (notices.py), the
+order runs go out to xdist workers in (order.py) and the terminal for a human LLM (console.py).
 
 The engine (runner, spec, sandbox, env, agents, llm, grading, results) imports no pytest. Every
 engine import here is deferred to the hook that needs it, so a pytest run that collects no spec
@@ -117,6 +117,15 @@ def pytest_make_collect_report(collector: pytest.Collector):
 
         report.result.append(SpecCheck.from_parent(collector, name="mlab-specs"))
     return report
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist, the runs of one task go out interleaved with the other tasks' runs, so
+    different workers take them (plugin/order.py)."""
+    if _parallel(config):
+        from pytest_mlab.plugin.order import interleaved
+
+        items[:] = interleaved(items, lambda item: item.plan.task.name if hasattr(item, "plan") else None)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
