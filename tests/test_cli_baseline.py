@@ -178,6 +178,20 @@ def test_add_joins_new_runs_to_the_recorded_ones(tmp_path, capsys, monkeypatch):
     assert read_baselines(file, "toy", "toy.yaml")["mini"].scores == (0.5, 0.7, 0.6)
 
 
+def test_add_ignores_changes_to_the_reference_solution(tmp_path, capsys, monkeypatch):
+    """The baseline agent runs the starter, never reference/: a mended reference is no new task."""
+    project = git_project(tmp_path)
+    recorded_here(project, 0.5)
+    reference = project / "task_assets" / "toy" / "reference"
+    solution = next(path for path in reference.rglob("*") if path.is_file())
+    solution.write_text(solution.read_text() + "\n# faster\n")
+    (reference / "notes.txt").write_text("untracked\n")
+    calls = fake_runs(monkeypatch, 0.7)
+    assert main(["baseline", "toy", "--runs", "1", "--write", "--add", "--root", str(project)]) == 0, \
+        capsys.readouterr().err
+    assert calls == [("toy", "mini", 1, "local")]
+
+
 def test_add_needs_write_and_a_recorded_baseline(tmp_path, capsys, monkeypatch):
     project = git_project(tmp_path)
     calls = fake_runs(monkeypatch, 1.0)
@@ -204,7 +218,7 @@ def test_add_refuses_runs_that_would_not_be_one_sample(tmp_path, capsys, monkeyp
     file = recorded_here(project, 0.5, sandbox="docker" if change == "sandbox" else "local",
                          **({"cpus": 999} if change == "machine" else {}))
     if change == "task":
-        starter = next((project / "task_assets").rglob("*.py"))
+        starter = project / "task_assets" / "toy" / "env" / "train.py"
         starter.write_text(starter.read_text() + "\n# tuned\n")
     if change == "spec":
         spec = project / "specs" / "tasks" / "toy.yaml"

@@ -132,12 +132,15 @@ def recorded_to_extend(root: Path, name: str, variant: str, sandbox: str) -> Mea
 
 def _changed_since(root: Path, commit: str, spec: Path, assets: Path) -> str | None:
     """What differs in the task between ``commit`` and the working tree, or why that cannot be told;
-    None when nothing does. The spec's ``baseline:`` mapping is left out: recording a baseline edits it."""
+    None when nothing does. Left out: the spec's ``baseline:`` mapping, which recording a baseline
+    edits, and the reference solution (``reference/`` of the assets), which the baseline agent
+    never runs."""
     if not commit or commit == "unknown":
         return "the recorded runs name no commit to compare with"
+    paths = ("--", str(assets), f":(exclude){assets / 'reference'}")
     try:
-        changed = _git(root, "diff", "--name-only", commit, "--", str(assets)).split()
-        changed += _git(root, "ls-files", "--others", "--exclude-standard", "--", str(assets)).split()
+        changed = _git(root, "diff", "--name-only", commit, *paths).split()
+        changed += _git(root, "ls-files", "--others", "--exclude-standard", *paths).split()
         inside = _git(root, "ls-files", "--full-name", "--error-unmatch", str(spec)).strip()
         then = _git(root, "show", f"{commit}:{inside}")
     except MlabError as exc:
