@@ -1,8 +1,9 @@
 """The llama-inference task's data recipes and timing grader (starter and reference run in the main job).
 
 Grading goes through the harness's path (tests.tasks.test_smoke_tasks.grade): the submitted
-inference.py runs in a sandbox, timed against the starter, so a submission that runs to the end
-costs a full timing (marked slow); one that fails stops the measurement at once. No GPU is
+inference.py runs in a sandbox, timed against the starter in one round (three executions), so a
+submission that runs to the end costs a round (marked slow); one that fails stops the measurement
+at once. No GPU is
 needed: the GPU timing is checked on measured folders written by hand and on a fake
 synchronize."""
 
@@ -33,7 +34,8 @@ def mini_data(tmp_path_factory):
 
 
 def grade(workspace: pathlib.Path, hidden: pathlib.Path) -> float:
-    return grade_task(TASK, workspace, hidden)
+    """One round of the timing: these tests are about what the grader says of the output."""
+    return grade_task(TASK, workspace, hidden, rounds=1)
 
 
 def workspace_with(tmp_path: pathlib.Path, public: pathlib.Path, generate_body: str) -> pathlib.Path:

@@ -7,6 +7,7 @@ whose grader needs the agent's code run, through the harness's grading path (see
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.util
 import json
@@ -90,16 +91,22 @@ def task_spec(task: str):
     return Project(ROOT, ROOT / "specs" / "actions", ROOT / "agents", SPECS).task_from_file(SPECS / f"{task}.yaml")
 
 
-def grade(task: str, workspace: pathlib.Path, hidden: pathlib.Path, *, sandbox: str = MEASURE_SANDBOX) -> float:
+def grade(task: str, workspace: pathlib.Path, hidden: pathlib.Path, *, sandbox: str = MEASURE_SANDBOX,
+          rounds: int | None = None) -> float:
     """The task's score for ``workspace``; an invalid submission raises InvalidSubmission.
 
     A task whose grader needs the agent's code run (``metric.measure``) is graded as the harness
     grades a run: ``workspace`` is snapshotted, the measure step runs its code in a ``sandbox`` of
     that kind, and the grader runs in its own process on plain data; the agent's code never runs
     in this process. Other graders are called directly. The public data is the folder
-    ``public`` beside ``hidden`` (as :func:`prepare` makes them), if there is one.
+    ``public`` beside ``hidden`` (as :func:`prepare` makes them), if there is one. ``rounds``
+    replaces a timed task's rounds (3 to 8 or 9), for a test of what the grader says about the
+    output rather than the time: one round runs every execution once.
     """
     spec = task_spec(task)
+    if rounds is not None:
+        measure = dataclasses.replace(spec.metric.measure, timing_repeats=rounds, timing_max_repeats=rounds)
+        spec = dataclasses.replace(spec, metric=dataclasses.replace(spec.metric, measure=measure))
     if spec.metric.measure is None:
         return load_function(task, load_spec(task)["metric"]["grader"])(workspace, hidden)
     from pytest_mlab.data.cache import PreparedData
@@ -482,7 +489,7 @@ def test_vectorization_reference_is_accepted_and_self_report_ignored(prepared, t
     _, hidden = prepared("vectorization")
     workspace = vectorization_workspace(tmp_path, REFERENCE_TRAIN.read_text())
     (workspace / "submission.csv").write_text("run_time\n0.0\n")
-    assert 0 < grade("vectorization", workspace, hidden) < 1
+    assert 0 < grade("vectorization", workspace, hidden, rounds=1) < 1
     assert sorted(p.name for p in workspace.iterdir()) == ["submission.csv", "train.py"]  # no __pycache__
 
 
@@ -490,7 +497,7 @@ def test_vectorization_reference_is_accepted_and_self_report_ignored(prepared, t
 def test_vectorization_timer_cannot_be_patched_by_train_py(prepared, tmp_path):
     _, hidden = prepared("vectorization")
     source = REFERENCE_TRAIN.read_text() + "\ntime.perf_counter = lambda: 0.0\ntime.time = lambda: 0.0\ntime.process_time = lambda: 0.0\n"
-    assert grade("vectorization", vectorization_workspace(tmp_path, source), hidden) > 0
+    assert grade("vectorization", vectorization_workspace(tmp_path, source), hidden, rounds=1) > 0
 
 
 WRONG_OUTPUTS = {
@@ -517,7 +524,7 @@ def test_vectorization_wrong_output_is_rejected(case, prepared, tmp_path):
     source = WRONG_OUTPUTS[case]
     assert source != REFERENCE_TRAIN.read_text()
     with pytest.raises(InvalidSubmission, match="forward output differs from the reference convolution"):
-        grade("vectorization", vectorization_workspace(tmp_path, source), hidden)
+        grade("vectorization", vectorization_workspace(tmp_path, source), hidden, rounds=1)
 
 
 BROKEN_SOURCES = {
