@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,11 +40,13 @@ def tasks() -> list:
 
 
 def native_bfloat16() -> bool:
-    """Whether this CPU computes bfloat16 natively, as llama-inference's reference checks."""
-    import torch
-
-    return any(getattr(torch.cpu, name, lambda: False)() for name in ("_is_avx512_bf16_supported",
-                                                                       "_is_amx_tile_supported"))
+    """Whether this CPU computes bfloat16 natively, as llama-inference's reference checks. Asked
+    in a child process: pytester takes the modules a test imports out of sys.modules afterwards,
+    and torch imported again in the same process breaks the worker (its C extension stays)."""
+    check = ("import torch; print(any(getattr(torch.cpu, name, lambda: False)() for name in "
+             "('_is_avx512_bf16_supported', '_is_amx_tile_supported')))")
+    answer = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True, timeout=300)
+    return answer.stdout.strip() == "True"
 
 
 def catalogue(cache: Path) -> dict[str, str | None]:
