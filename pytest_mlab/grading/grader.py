@@ -19,6 +19,7 @@ from typing import Any, Mapping
 
 from pytest_mlab.data.cache import PreparedData
 from pytest_mlab.grading.measure import measure
+from pytest_mlab.grading.timing import TIMING_FILE
 from pytest_mlab.sandbox.base import SandboxOptions
 from pytest_mlab.sandbox.environ import clean_environment
 from pytest_mlab.sandbox.owner import owned_prefix
@@ -27,7 +28,6 @@ from pytest_mlab.task_code import TaskCallResult, call_task_function
 from pytest_mlab.trace import SnapshotStore
 
 GRADER_TIMEOUT = 1800.0
-TIMING_FILE = "timing.json"  # a timed run's measurement, in its run folder
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ from pathlib import Path, PurePosixPath
 from pytest_mlab.data.cache import PreparedData
 from pytest_mlab.errors import GradingError
 from pytest_mlab.grading.measured import OVERHEAD, STARTER, SUBMISSION
-from pytest_mlab.grading.timing import measured_enough, starter_reports_gpu_seconds
+from pytest_mlab.grading.timing import TIMING_FILE, measured_enough, starter_reports_gpu_seconds
 from pytest_mlab.sandbox.base import ExecResult, Sandbox, SandboxOptions
 from pytest_mlab.sandbox.owner import owned_prefix
 from pytest_mlab.sandbox.quiet import script_running, timed_measurement
@@ -156,7 +156,7 @@ class _Runner:
             settled = repeat + 1 >= repeats and measured_enough(self.measured, times)
             if settled:
                 break
-        _write_json(self.measured / "timing.json", {"unit": "cpu_seconds", "repeats": len(order), **times,
+        _write_json(self.measured / TIMING_FILE, {"unit": "cpu_seconds", "repeats": len(order), **times,
                                                      "order": order, "complete": stopped is None,
                                                      "stopped": stopped, "min_repeats": repeats,
                                                      "max_repeats": max_repeats, "settled": settled,

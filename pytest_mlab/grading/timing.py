@@ -35,6 +35,8 @@ from pathlib import Path
 from pytest_mlab.errors import GradingError, InvalidSubmission
 from pytest_mlab.grading.measured import OVERHEAD, STARTER, SUBMISSION, executions, finite_positive
 
+#: The measure step's record of a timed measurement (in ``measured/``; a run keeps a copy in its folder).
+TIMING_FILE = "timing.json"
 #: Smallest CPU time (seconds) the submission's own work counts as: below the start-up noise.
 MIN_WORK_S = 0.01
 #: The key of result.json for the seconds a measure script timed on a GPU (mlab_measure.Stopwatch).
@@ -103,7 +105,7 @@ def read_timing(measured: Path, what: str) -> Timing:
     possible CPU time. A failed or impossible submission execution makes the submission invalid
     (``what`` names what was timed, for the message); a failed starter or overhead execution is
     a grading error."""
-    record = json.loads((Path(measured) / "timing.json").read_text(encoding="utf-8"))
+    record = json.loads((Path(measured) / TIMING_FILE).read_text(encoding="utf-8"))
     repeats = int(record["repeats"])
     if not record.get("complete", False):
         _raise_first_failure(measured, what)

@@ -19,7 +19,7 @@ import pytest
 from pytest_mlab.errors import MlabError, SpecError, UsageError
 from pytest_mlab.plugin.options import (DOCKER_HOSTS, GPU_POOL, add_options, allow_skips, docker_hosts, gpu_pool,
                                         read_settings)
-from pytest_mlab.plugin.state import SESSION, SETTINGS, project_of, run_items
+from pytest_mlab.plugin.state import SESSION, SETTINGS, is_run_item, project_of, run_items
 from pytest_mlab.spec.suffixes import SPEC_SUFFIXES
 
 PREPARED = pytest.StashKey[set]()
@@ -125,7 +125,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if _parallel(config):
         from pytest_mlab.plugin.order import interleaved
 
-        items[:] = interleaved(items, lambda item: item.plan.task.name if hasattr(item, "plan") else None)
+        items[:] = interleaved(items, lambda item: item.plan.task.name if is_run_item(item) else None)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

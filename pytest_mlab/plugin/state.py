@@ -20,10 +20,15 @@ TASKS_COLLECTED = pytest.StashKey[bool]()  # some Task spec was collected: the A
 UNMET_PROPERTY = "mlab_unmet_requirement"
 
 
-def run_items(items: Iterable[pytest.Item]) -> list[pytest.Item]:
-    """The pytest-mlab runs among collected items (told by their run plan, so the items module,
+def is_run_item(item: pytest.Item) -> bool:
+    """Whether a collected item is a pytest-mlab run (told by its run plan, so the items module,
     and the engine behind it, need not be imported to ask)."""
-    return [item for item in items if hasattr(item, "plan")]
+    return hasattr(item, "plan")
+
+
+def run_items(items: Iterable[pytest.Item]) -> list[pytest.Item]:
+    """The pytest-mlab runs among collected items."""
+    return [item for item in items if is_run_item(item)]
 
 
 def project_of(config: pytest.Config) -> "Project":

@@ -40,11 +40,12 @@ def tasks() -> list:
 
 
 def native_bfloat16() -> bool:
-    """Whether this CPU computes bfloat16 natively, as llama-inference's reference checks. Asked
-    in a child process: pytester takes the modules a test imports out of sys.modules afterwards,
-    and torch imported again in the same process breaks the worker (its C extension stays)."""
-    check = ("import torch; print(any(getattr(torch.cpu, name, lambda: False)() for name in "
-             "('_is_avx512_bf16_supported', '_is_amx_tile_supported')))")
+    """Whether llama-inference's reference computes in half precision here (the CPU does bfloat16
+    natively), asked of the reference itself in a child process: pytester takes the modules a test
+    imports out of sys.modules afterwards, and torch imported again in the same process breaks the
+    worker (its C extension stays)."""
+    reference = REPO / "task_assets" / "llama-inference" / "reference" / "inference.py"
+    check = f"import runpy; print(runpy.run_path({str(reference)!r})['_half_precision']() is not None)"
     answer = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True, timeout=300)
     return answer.stdout.strip() == "True"
 

@@ -3,9 +3,8 @@
 Grading goes through the harness's path (tests.tasks.test_smoke_tasks.grade): the submitted
 inference.py runs in a sandbox, timed against the starter in one round (three executions), so a
 submission that runs to the end costs a round (marked slow); one that fails stops the measurement
-at once. No GPU is
-needed: the GPU timing is checked on measured folders written by hand and on a fake
-synchronize."""
+at once. No GPU is needed: the GPU timing is checked on measured folders written by hand and on a
+fake synchronize."""
 
 from __future__ import annotations
 
