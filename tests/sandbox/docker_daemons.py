@@ -70,6 +70,7 @@ class Daemon:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+        _unmount_under(self.root)
 
     def stop(self) -> None:
         if self.process is None or self.process.poll() is not None:
@@ -89,6 +90,20 @@ class Daemon:
         except subprocess.TimeoutExpired:
             self.kill()
         self.kill()  # shims of killed containers
+
+
+def _unmount_under(root: Path) -> None:
+    """The daemon's own mounts (its data root, shared, and its containers' layers) go with it: a
+    killed daemon leaves them, the folder cannot be removed, and every later bwrap start copies
+    them (and races with their changes)."""
+    prefix = str(root) + os.sep
+    points = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = line.split()[4].encode().decode("unicode_escape")  # mountinfo escapes spaces as \040
+        if point.startswith(prefix):
+            points.append(point)
+    for point in sorted(points, key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], capture_output=True, check=False)
 
 
 def _answers(url: str) -> bool:
