@@ -129,8 +129,9 @@ def _run(prefix: list[str], argv: list[str], mode: str, *, cwd: Path, env: dict[
         return _run_to_end([*prefix, *argv], mode, cwd=cwd, env=env, deadline=deadline, output=output), True
     read_end, write_end = os.pipe()
     try:
-        code = _run_to_end([*prefix, sys.executable, "-I", "-S", "-c", _ANNOUNCE_START, str(write_end), *argv], mode, cwd=cwd,
-                           env=env, deadline=deadline, output=output, passed_fd=write_end)
+        announced = [sys.executable, "-I", "-S", "-c", _ANNOUNCE_START, str(write_end), *argv]
+        code = _run_to_end([*prefix, *announced], mode, cwd=cwd, env=env, deadline=deadline, output=output,
+                           passed_fd=write_end)
         os.set_blocking(read_end, False)
         try:
             started = os.read(read_end, 1) == b"."
