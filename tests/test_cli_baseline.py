@@ -233,3 +233,66 @@ def test_add_refuses_runs_that_would_not_be_one_sample(tmp_path, capsys, monkeyp
     assert main(["baseline", "toy", "--add", "--write", "--root", str(project)]) == 2
     assert message in capsys.readouterr().err
     assert calls == [] and file.read_text() == before
+
+
+# --- --check: was each recorded baseline measured on the task as it is? -----------------------------
+
+
+def test_check_says_a_baseline_is_current_until_the_task_changes(tmp_path, capsys):
+    project = git_project(tmp_path)
+    recorded_here(project, 0.5)
+    assert main(["baseline", "--check", "--root", str(project)]) == 0
+    assert f"toy (mini): current (1 run(s) at commit {head(project)[:12]}, local sandbox)" in capsys.readouterr().out
+    starter = project / "task_assets" / "toy" / "env" / "train.py"
+    starter.write_text(starter.read_text() + "\n# tuned\n")
+    assert main(["baseline", "--check", "--root", str(project)]) == 1
+    out = capsys.readouterr().out
+    assert f"toy (mini): STALE (1 run(s) at commit {head(project)[:12]}, local sandbox); since then: " \
+           "task_assets/toy/env/train.py" in out
+    assert "measure it again: pytest-mlab baseline toy --data mini --runs 3 --sandbox local --write" in out
+
+
+def test_check_ignores_what_cannot_move_the_baseline_agents_score(tmp_path, capsys):
+    """The problem statement (the baseline agent never reads it) and the reference solution (it never
+    runs it); a changed metric or limit does count."""
+    project = git_project(tmp_path)
+    recorded_here(project, 0.5)
+    spec = project / "specs" / "tasks" / "toy.yaml"
+    spec.write_text(spec.read_text().replace("Predict the sum", "Predict, as precisely as you can, the sum"))
+    (project / "task_assets" / "toy" / "reference").mkdir(exist_ok=True)
+    (project / "task_assets" / "toy" / "reference" / "better.py").write_text("x = 1\n")
+    assert main(["baseline", "--check", "--root", str(project)]) == 0, capsys.readouterr().out
+    spec.write_text(spec.read_text().replace("direction: minimize", "direction: maximize"))
+    assert main(["baseline", "--check", "--root", str(project)]) == 1
+    assert "since then: specs/tasks/toy.yaml" in capsys.readouterr().out
+
+
+def test_check_runs_nothing_and_names_a_task_without_a_record(tmp_path, capsys, monkeypatch):
+    project = git_project(tmp_path)
+    calls = fake_runs(monkeypatch, 1.0)
+    assert main(["baseline", "toy", "--check", "--root", str(project)]) == 0
+    assert "toy: no recorded baseline (specs/baselines/toy.yaml does not exist)" in capsys.readouterr().out
+    assert main(["baseline", "toy", "--check", "--write", "--root", str(project)]) == 2
+    assert "--check only reads the recorded baselines" in capsys.readouterr().err
+    assert main(["baseline", "--root", str(project)]) == 2
+    assert "name the tasks to measure" in capsys.readouterr().err
+    assert calls == []
+
+
+def test_every_baseline_this_project_records_was_measured_on_its_task_as_it_is(capsys):
+    """A task whose starter, data recipe, grader or scored spec changed after its baseline was
+    measured needs measuring again: the command the failure prints does it."""
+    import subprocess
+
+    from tests.helpers import REPO
+
+    shallow = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--is-shallow-repository"], capture_output=True,
+                             text=True, check=False)
+    if shallow.returncode != 0:
+        pytest.skip("the project is not a git checkout here, so when a baseline was measured cannot be compared")
+    if shallow.stdout.strip() == "true":
+        pytest.skip("a shallow clone lacks the commits the baselines were measured at")
+    code = main(["baseline", "--check", "--root", str(REPO)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "clrs (full): current" in out  # the check did look at the catalogue

@@ -17,6 +17,11 @@ paper's 8 runs of a task that trains for an hour can be measured in parts. The p
 sample: the same sandbox kind, the same machine (hostname, Python, CPU count, GPUs), and the
 task's spec and assets unchanged since the recorded commit. All of it is checked before anything
 runs.
+
+``--check`` runs nothing: it says, for every recorded variant of the named tasks (all tasks when
+none is named), whether the task is still as it was at the commit its runs were measured at, and
+exits 1 when one is not. A baseline measured on an earlier version of a task is a number nobody
+measured: the project's own tests run this check over the catalogue.
 """
 
 from __future__ import annotations
@@ -57,7 +62,8 @@ class Measured:
 def add_command(commands) -> None:
     baseline = commands.add_parser("baseline", help="run the baseline agent on tasks and print (or --write) the "
                                                     "mean score and a tolerance from its spread")
-    baseline.add_argument("tasks", nargs="+", metavar="TASK", help="task names, as in specs/tasks")
+    baseline.add_argument("tasks", nargs="*", metavar="TASK",
+                          help="task names, as in specs/tasks (with --check: all tasks when none is named)")
     baseline.add_argument("--runs", "--seeds", dest="runs", type=int, default=3,
                           help="runs of the starter per task (default: 3; the paper used 8)")
     baseline.add_argument("--data", default="mini", metavar="VARIANT", help="data variant (default: mini)")
@@ -67,12 +73,21 @@ def add_command(commands) -> None:
     baseline.add_argument("--add", action="store_true",
                           help="with --write: add these runs to the variant's recorded scores instead of replacing "
                                "them (same machine and sandbox, task unchanged since the recorded commit)")
+    baseline.add_argument("--check", action="store_true",
+                          help="run nothing: say whether each recorded baseline was measured on the task as it is "
+                               "now (exit status 1 when one was not)")
     baseline.add_argument("--root", type=Path, default=Path("."), help="project root (default: the current folder)")
     baseline.add_argument("--cache", type=Path, default=None, help=f"cache folder (default: {default_cache_dir()})")
     baseline.set_defaults(run=_baseline)
 
 
 def _baseline(args: argparse.Namespace) -> int:
+    if args.check:
+        if args.write or args.add:
+            raise MlabError("--check only reads the recorded baselines: leave out --write and --add")
+        return check_current(args.root.resolve(), args.tasks)
+    if not args.tasks:
+        raise MlabError("name the tasks to measure, e.g. pytest-mlab baseline clrs --data mini --runs 3")
     if args.runs < 1:
         raise MlabError(f"--runs must be at least 1, got {args.runs}")
     if args.add and not args.write:
@@ -130,11 +145,43 @@ def recorded_to_extend(root: Path, name: str, variant: str, sandbox: str) -> Mea
     return recorded
 
 
+def check_current(root: Path, names: list[str]) -> int:
+    """Print whether each recorded variant of ``names`` (every task, when empty) was measured on the
+    task as it is now; 1 when one was not (or that cannot be told), else 0."""
+    project = _project(root)
+    named = bool(names)
+    stale = 0
+    for name in names or project.tasks.names():
+        spec = _spec_path(project, name)
+        _relative, file = baselines_file(spec, name)
+        shown = os.path.relpath(file, root)
+        if not file.is_file():
+            if named:
+                print(f"{name}: no recorded baseline ({shown} does not exist)")
+            continue
+        assets = project.task_from_file(spec).assets
+        for variant, recorded in sorted(read_baselines(file, name, shown).items()):
+            where = f"{len(recorded.scores)} run(s) at commit {recorded.commit[:12] or '?'}, {recorded.sandbox} sandbox"
+            changed = _changed_since(root, recorded.commit, spec, assets)
+            if changed is None:
+                print(f"{name} ({variant}): current ({where})")
+                continue
+            stale += 1
+            print(f"{name} ({variant}): STALE ({where}); since then: {changed}\n"
+                  f"  measure it again: pytest-mlab baseline {name} --data {variant} --runs "
+                  f"{max(3, len(recorded.scores))} --sandbox {recorded.sandbox or 'local'} --write")
+    return 1 if stale else 0
+
+
+#: Spec keys that cannot move the baseline agent's score: its recorded baseline, which recording
+#: edits, and the problem statement, which the baseline agent never reads.
+_NOT_SCORED_SPEC_KEYS = ("baseline", "description")
+
+
 def _changed_since(root: Path, commit: str, spec: Path, assets: Path) -> str | None:
     """What differs in the task between ``commit`` and the working tree, or why that cannot be told;
-    None when nothing does. Left out: the spec's ``baseline:`` mapping, which recording a baseline
-    edits, and the reference solution (``reference/`` of the assets), which the baseline agent
-    never runs."""
+    None when nothing does. Left out: the spec's keys in ``_NOT_SCORED_SPEC_KEYS``, and the
+    reference solution (``reference/`` of the assets), which the baseline agent never runs."""
     if not commit or commit == "unknown":
         return "the recorded runs name no commit to compare with"
     paths = ("--", str(assets), f":(exclude){assets / 'reference'}")
@@ -147,11 +194,12 @@ def _changed_since(root: Path, commit: str, spec: Path, assets: Path) -> str | N
         return str(exc)
     import yaml
 
-    def without_baseline(text: str) -> object:
+    def scored_part(text: str) -> object:
         data = yaml.safe_load(text)
-        return {key: value for key, value in data.items() if key != "baseline"} if isinstance(data, dict) else data
+        return {key: value for key, value in data.items() if key not in _NOT_SCORED_SPEC_KEYS} \
+            if isinstance(data, dict) else data
 
-    if without_baseline(then) != without_baseline(spec.read_text(encoding="utf-8")):
+    if scored_part(then) != scored_part(spec.read_text(encoding="utf-8")):
         changed.insert(0, os.path.relpath(spec, root))
     return ", ".join(changed) or None
 
