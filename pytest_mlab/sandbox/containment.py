@@ -100,16 +100,16 @@ def run_contained(argv: list[str], *, cwd: Path, env: dict[str, str], timeout: f
     if mode != PID_NAMESPACE:
         group = Limits(None, None, "task-code", kind="task") if mode == CGROUP else None
         try:
-            return _run(group.prefix() if group else [], argv, mode, cwd=cwd, env=env, deadline=deadline,
-                        output=output)[0]
+            return _run_to_end([*(group.prefix() if group else []), *argv], mode, cwd=cwd, env=env,
+                               deadline=deadline, output=output)
         finally:
             if group is not None:
                 group.close()
     rewind_to = output.tell() if output is not None and output.seekable() else None
     attempt = 1
     while True:
-        code, started = _run(_pid_namespace_prefix(), argv, mode, cwd=cwd, env=env, deadline=deadline,
-                             output=output, announce=True)
+        code, started = _run_announced(_pid_namespace_prefix(), argv, mode, cwd=cwd, env=env, deadline=deadline,
+                                       output=output)
         if started or code is None or attempt == START_ATTEMPTS:
             return code
         # bwrap failed before the command existed: nothing ran, so running it now is its first run
@@ -120,13 +120,11 @@ def run_contained(argv: list[str], *, cwd: Path, env: dict[str, str], timeout: f
         attempt += 1
 
 
-def _run(prefix: list[str], argv: list[str], mode: str, *, cwd: Path, env: dict[str, str], deadline: float,
-         output: IO[bytes] | None, announce: bool = False) -> tuple[int | None, bool]:
+def _run_announced(prefix: list[str], argv: list[str], mode: str, *, cwd: Path, env: dict[str, str],
+                   deadline: float, output: IO[bytes] | None) -> tuple[int | None, bool]:
     """One start of ``prefix + argv``: its exit code (None past ``deadline``) and whether the
-    command itself started. With ``announce``, the command's first act is to say so on a pipe
-    that only the harness holds otherwise: nothing the command prints or returns can fake it."""
-    if not announce:
-        return _run_to_end([*prefix, *argv], mode, cwd=cwd, env=env, deadline=deadline, output=output), True
+    command itself started. The command's first act is to say so on a pipe that only the harness
+    holds otherwise: nothing the command prints or returns can fake it."""
     read_end, write_end = os.pipe()
     try:
         announced = [sys.executable, "-I", "-S", "-c", _ANNOUNCE_START, str(write_end), *argv]

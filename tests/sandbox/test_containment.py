@@ -18,26 +18,29 @@ SETUP_ERROR = ("bwrap: Can't bind mount /oldroot/ on /newroot/: Unable to apply 
                '"/newroot/var/lib/docker/overlay2/abc-init/merged": Invalid argument')
 
 
-def fake_bwrap(tmp_path: Path, *, failing_starts: int, hang: bool = False) -> tuple[list[str], Path]:
-    """A stand-in for the bwrap prefix whose first ``failing_starts`` starts fail in set-up, as
-    bwrap does when a mount vanishes under it: error on stderr, exit 1, the command never run.
-    Returns the prefix and the file counting its starts."""
-    starts, error, script = tmp_path / "starts", tmp_path / "setup-error", tmp_path / "fake-bwrap"
-    error.write_text(SETUP_ERROR + "\n")
-    failing = "sleep 60; exit 1" if hang else f"cat '{error}' >&2; exit 1"
-    script.write_text(f"""#!/bin/sh
+@pytest.fixture
+def fake_bwrap(tmp_path: Path, monkeypatch):
+    """``fake_bwrap(failing_starts, hang=False, then=())`` puts, in pid-namespace mode, a stand-in for
+    the bwrap prefix whose first ``failing_starts`` starts fail in set-up, as bwrap does when a mount
+    vanishes under it: error on stderr, exit 1, the command never run (or, with ``hang``, nothing
+    for a minute). Later starts run ``then`` + the command. Returns the file counting its starts."""
+    monkeypatch.setattr(containment, "containment", lambda: containment.PID_NAMESPACE)
+    monkeypatch.setattr(containment, "_RETRY_PAUSE_S", 0.0)
+
+    def install(failing_starts: int, *, hang: bool = False, then: tuple[str, ...] = ()) -> Path:
+        starts, error, script = tmp_path / "starts", tmp_path / "setup-error", tmp_path / "fake-bwrap"
+        error.write_text(SETUP_ERROR + "\n")
+        failing = "sleep 60; exit 1" if hang else f"cat '{error}' >&2; exit 1"
+        script.write_text(f"""#!/bin/sh
 echo x >> '{starts}'
 if [ "$(wc -l < '{starts}')" -le {failing_starts} ]; then {failing}; fi
 exec "$@"
 """)
-    script.chmod(0o755)
-    return [str(script)], starts
+        script.chmod(0o755)
+        monkeypatch.setattr(containment, "_pid_namespace_prefix", lambda: [str(script), *then])
+        return starts
 
-
-@pytest.fixture
-def in_pid_namespace_mode(monkeypatch):
-    monkeypatch.setattr(containment, "containment", lambda: containment.PID_NAMESPACE)
-    monkeypatch.setattr(containment, "_RETRY_PAUSE_S", 0.0)
+    return install
 
 
 def run(tmp_path: Path, argv: list[str], *, timeout: float | None = 60) -> tuple[int | None, str]:
@@ -54,21 +57,17 @@ def starts_of(counter: Path) -> int:
     return len(counter.read_text().splitlines())
 
 
-def test_a_start_that_failed_in_set_up_is_tried_again_and_leaves_no_trace(tmp_path, monkeypatch,
-                                                                          in_pid_namespace_mode):
-    prefix, starts = fake_bwrap(tmp_path, failing_starts=2)
-    monkeypatch.setattr(containment, "_pid_namespace_prefix", lambda: prefix)
+def test_a_start_that_failed_in_set_up_is_tried_again_and_leaves_no_trace(tmp_path, fake_bwrap):
+    starts = fake_bwrap(2)
     code, output = run(tmp_path, [sys.executable, "-c", "print('graded')"])
     assert code == 0
     assert output == "kept before\ngraded\n"  # the failed starts' errors are gone, what came before is not
     assert starts_of(starts) == 3
 
 
-def test_a_command_that_started_is_never_run_again_even_if_it_prints_a_set_up_error(tmp_path, monkeypatch,
-                                                                                    in_pid_namespace_mode):
+def test_a_command_that_started_is_never_run_again_even_if_it_prints_a_set_up_error(tmp_path, fake_bwrap):
     """Graders run agents' code: a second run on demand would be a second chance at the score."""
-    prefix, starts = fake_bwrap(tmp_path, failing_starts=0)
-    monkeypatch.setattr(containment, "_pid_namespace_prefix", lambda: prefix)
+    starts = fake_bwrap(0)
     code, output = run(tmp_path, [sys.executable, "-c", f"import sys; print({SETUP_ERROR!r}, file=sys.stderr); "
                                                         "sys.exit(1)"])
     assert code == 1
@@ -76,40 +75,34 @@ def test_a_command_that_started_is_never_run_again_even_if_it_prints_a_set_up_er
     assert starts_of(starts) == 1
 
 
-def test_set_up_that_keeps_failing_gives_up_with_bwraps_own_error(tmp_path, monkeypatch, in_pid_namespace_mode):
-    prefix, starts = fake_bwrap(tmp_path, failing_starts=100)
-    monkeypatch.setattr(containment, "_pid_namespace_prefix", lambda: prefix)
+def test_set_up_that_keeps_failing_gives_up_with_bwraps_own_error(tmp_path, fake_bwrap):
+    starts = fake_bwrap(100)
     code, output = run(tmp_path, [sys.executable, "-c", "print('graded')"])
     assert code == 1
     assert output == f"kept before\n{SETUP_ERROR}\n"  # the last attempt's error, once
     assert starts_of(starts) == containment.START_ATTEMPTS
 
 
-def test_a_start_past_its_deadline_is_not_tried_again(tmp_path, monkeypatch, in_pid_namespace_mode):
-    prefix, starts = fake_bwrap(tmp_path, failing_starts=100, hang=True)
-    monkeypatch.setattr(containment, "_pid_namespace_prefix", lambda: prefix)
+def test_a_start_past_its_deadline_is_not_tried_again(tmp_path, fake_bwrap):
+    starts = fake_bwrap(100, hang=True)
     code, _ = run(tmp_path, [sys.executable, "-c", "print('graded')"], timeout=1)
     assert code is None
     assert starts_of(starts) == 1
 
 
-def test_the_command_does_not_inherit_the_start_signal(tmp_path, monkeypatch, in_pid_namespace_mode):
-    prefix, _ = fake_bwrap(tmp_path, failing_starts=0)
-    monkeypatch.setattr(containment, "_pid_namespace_prefix", lambda: prefix)
+def test_the_command_does_not_inherit_the_start_signal(tmp_path, fake_bwrap):
+    fake_bwrap(0)
     code, output = run(tmp_path, [sys.executable, "-c", "import os; print(sorted(os.listdir('/proc/self/fd')))"])
     assert code == 0
     assert output.splitlines()[-1] == "['0', '1', '2', '3']"  # stdio and listdir's own fd, no pipe
 
 
-def test_the_probe_tries_a_failed_set_up_again(tmp_path, monkeypatch):
+def test_the_probe_tries_a_failed_set_up_again(fake_bwrap):
     if shutil.which("bwrap") is None:
         pytest.skip("the probe needs bwrap on PATH")
     if not containment.pid_namespace_works():
         pytest.skip("bwrap cannot make a pid namespace here")
-    monkeypatch.setattr(containment, "_RETRY_PAUSE_S", 0.0)
-    prefix, starts = fake_bwrap(tmp_path, failing_starts=1)
-    real_prefix = containment._pid_namespace_prefix()
-    monkeypatch.setattr(containment, "_pid_namespace_prefix", lambda: [*prefix, *real_prefix])
+    starts = fake_bwrap(1, then=tuple(containment._pid_namespace_prefix()))
     assert containment.pid_namespace_works.__wrapped__() is True
     assert starts_of(starts) == 2
 
