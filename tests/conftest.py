@@ -29,8 +29,9 @@ import pytest_mlab.spec.library  # noqa: F401
 
 from tests.helpers import copy_toy_project
 
-# tests.sandbox.backends: the ``kind`` fixture, every sandbox backend that can run here
-pytest_plugins = ["pytester", "tests.sandbox.backends"]
+# tests.isolation: this session's results, cache and locks in a scratch folder of its own, never the
+# user's; tests.sandbox.backends: the ``kind`` fixture, every sandbox backend that can run here
+pytest_plugins = ["tests.isolation", "pytester", "tests.sandbox.backends"]
 
 # fnmatch's '*' also matches '/', so these cover nested folders too.
 collect_ignore_glob = [
