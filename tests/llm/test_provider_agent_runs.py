@@ -11,8 +11,6 @@ from tests.helpers import copy_toy_project
 from tests.llm.fake_provider import CONTEXT_LENGTH_BODY, Reply
 from tests.llm.support import llm_records, only_run, run_project, steps
 
-pytest.importorskip("litellm")
-
 LOG_ENTRY = "[Reasoning]: looked\n[Action]: acted\n[Observation]: seen"
 
 

@@ -14,8 +14,6 @@ from pytest_mlab.trace import TraceWriter
 from tests.llm.fake_provider import CONTEXT_LENGTH_BODY, Reply
 from tests.llm.test_session import llm_records
 
-pytest.importorskip("litellm")
-
 MODEL = "openai/fake-model"  # litellm's OpenAI client, with no price and no context size known
 
 

@@ -11,8 +11,6 @@ from pytest_mlab.results.budget import Ledger
 from tests.llm.fake_provider import Reply
 from tests.llm.support import WRITE_ANSWER, llm_project, llm_records, only_run, run_project
 
-pytest.importorskip("litellm")
-
 
 @pytest.mark.slow
 def test_a_failing_provider_ends_the_run_as_a_provider_error(pytester, server):

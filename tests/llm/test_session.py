@@ -3,7 +3,9 @@ context guard, cost, cache, the budget, and the trace records of every call."""
 
 from __future__ import annotations
 
+import importlib
 import json
+from types import ModuleType
 
 import pytest
 
@@ -16,7 +18,16 @@ from pytest_mlab.llm.session import LLMSession
 from pytest_mlab.results.budget import Budget, Ledger
 from pytest_mlab.trace import TraceWriter, read_trace
 
-litellm = pytest.importorskip("litellm")
+litellm: ModuleType  # bound by the fixture below, at the first test of this module
+
+
+@pytest.fixture(autouse=True)
+def _import_litellm() -> None:
+    """litellm is imported by the tests, not at collection: every xdist worker collects this module,
+    and importing litellm there cost about 7 s of each worker's collection."""
+    global litellm
+    litellm = importlib.import_module("litellm")
+
 
 MODEL = "gpt-4"  # known to litellm's bundled price map: cost and context size are real
 
