@@ -31,7 +31,7 @@ from pytest_mlab.sandbox import LocalSandbox  # noqa: E402
 from pytest_mlab.spec.models import Limits  # noqa: E402
 from pytest_mlab.spec.project import Project  # noqa: E402
 from pytest_mlab.trace import SnapshotStore, TraceWriter  # noqa: E402
-from pytest_mlab.trace import snapshots as snapshots_module  # noqa: E402
+from pytest_mlab.trace.snapshots import store as store_module  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 MB = 1 << 20
@@ -41,13 +41,13 @@ TRAIN = "import os\nwith open('checkpoint.pt', 'wb') as fh:\n    fh.write(os.ura
 SYNCED: list[float] = []  # seconds spent in each whole-snapshot sync
 
 
-def timed_sync(path: Path, real=snapshots_module._sync_filesystem) -> None:  # type: ignore[no-untyped-def]
+def timed_sync(path: Path, real=store_module._sync_filesystem) -> None:  # type: ignore[no-untyped-def]
     started = time.perf_counter()
     real(path)
     SYNCED.append(time.perf_counter() - started)
 
 
-snapshots_module._sync_filesystem = timed_sync
+store_module._sync_filesystem = timed_sync
 
 
 class TimedStore(SnapshotStore):

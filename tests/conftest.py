@@ -25,7 +25,7 @@ import yaml  # noqa: F401
 with contextlib.suppress(ImportError):
     import importlib_metadata  # noqa: F401
 
-import pytest_mlab.spec.library  # noqa: F401
+import pytest_mlab.spec.builders  # noqa: F401
 
 from tests.helpers import copy_toy_project
 

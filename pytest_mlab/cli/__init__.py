@@ -31,7 +31,8 @@ from pytest_mlab.errors import MlabError
 
 if TYPE_CHECKING:
     from pytest_mlab.sandbox.docker_hosts import DockerHost
-from pytest_mlab.spec.library import SpecLibrary, build_task
+from pytest_mlab.spec.builders import build_task
+from pytest_mlab.spec.library import SpecLibrary
 
 
 def main(argv: list[str] | None = None) -> int:

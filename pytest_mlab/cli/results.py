@@ -57,7 +57,8 @@ def _rescore(args: argparse.Namespace) -> int:
     from pytest_mlab.data import prepare_data
     from pytest_mlab.sandbox.registry import sandbox_unavailable
     from pytest_mlab.results.report import write_outputs
-    from pytest_mlab.spec.library import SpecLibrary, build_task
+    from pytest_mlab.spec.builders import build_task
+    from pytest_mlab.spec.library import SpecLibrary
 
     saved = load_results(args.out)
     root = args.root.resolve()

@@ -1,7 +1,8 @@
 """pytest-mlab's pytest glue, and nothing else: the hooks pytest calls (this module, the entry
 point ``mlab``), the items (items.py), options (options.py), the results reporter (reporter.py),
 JUnit and pytest-html properties (junit.py), notices before the first run (notices.py), the
-order runs go out to xdist workers in (order.py) and the terminal for a human LLM (console.py).
+order runs go out to xdist workers in (order.py), the terminal for a human LLM (console.py), the
+plugin's own hooks (hookspecs.py) and what their implementations add (extensions.py).
 
 The engine (runner, spec, sandbox, env, agents, llm, grading, results) imports no pytest. Every
 engine import here is deferred to the hook that needs it, so a pytest run that collects no spec
@@ -34,7 +35,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_mlab.results.recover import session_id
 
     config.addinivalue_line("markers", "mlab: a pytest-mlab run of an agent on a task")
-    from pytest_mlab.plugin.hookspecs import apply_extensions
+    from pytest_mlab.plugin.extensions import apply_extensions
 
     apply_extensions(config)  # plugins' backends, providers and agents, before the options are checked
     try:

@@ -1,4 +1,5 @@
-"""Measured baselines: the files ``pytest-mlab baseline --write`` records and task specs read.
+"""Baselines: the files ``pytest-mlab baseline --write`` records, and a task's baseline per data
+variant from its spec and those files.
 
 The paper's baseline is the mean score of the baseline agent's runs on the unchanged starter. The
 file keeps the raw scores and where they were measured; the mean and the tolerance written beside
@@ -12,9 +13,15 @@ import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from pytest_mlab.errors import SpecError
+from pytest_mlab.spec import models
+from pytest_mlab.spec.shapes import as_mapping
+
+if TYPE_CHECKING:
+    from pytest_mlab.spec.problems import Problems
+    from pytest_mlab.spec.reading import RawSpec
 
 #: The smallest tolerance: a deterministic starter still needs room for floating-point
 #: differences between machines and library versions.
@@ -118,3 +125,48 @@ def write_baselines(path: Path, task: str, measurements: Mapping[str, Measuremen
                           sort_keys=False, default_flow_style=None, width=100)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(HEADER.format(task=task) + body, encoding="utf-8")
+
+
+def task_baselines(baseline: dict[str, Any], raw: RawSpec, variants: Mapping[str, Any] | None,
+                   problems: Problems) -> dict[str, Any]:
+    """The task's baseline per data variant, from the three places one can come from: written in the
+    spec, pinned in it (``pinned:``), or measured (``measured:``, a file `pytest-mlab baseline`
+    writes). A variant may have one of them, for a variant the task has. Returns the TaskSpec's
+    baseline fields."""
+    written = {key: float(value) for key, value in baseline.items()
+               if key not in ("tolerance", "measured", "pinned") and _is_number(value)}
+    pinned = {key: float(value) for key, value in as_mapping(baseline.get("pinned")).items() if _is_number(value)}
+    measured: dict[str, Any] = {}
+    if isinstance(baseline.get("measured"), str):
+        from pytest_mlab.spec.reading import display_path
+
+        path = raw.path.parent / baseline["measured"]
+        read = problems.run(lambda: read_baselines(path, raw.name or "", display_path(path)), ("baseline", "measured"))
+        measured = read or {}
+    origins: dict[str, tuple[str, ...]] = {}
+    for place, found in (((), written), (("pinned",), pinned), (("measured",), measured)):
+        for variant in found:
+            at = ("baseline", *place, variant) if place != ("measured",) else ("baseline", "measured")
+            if variants is not None and variant not in variants:
+                problems.add(at, f"no data variant '{variant}'; the task has: {', '.join(variants)}")
+            elif variant in origins:
+                problems.add(at, f"the '{variant}' baseline is given twice (here and under "
+                                 f"baseline.{'.'.join(origins[variant]) or variant}); keep one")
+            origins.setdefault(variant, place or (variant,))
+    values = {**written, **pinned, **{variant: m.written_mean for variant, m in measured.items()}}
+    described = {**{variant: f"written in {raw.display}" for variant in written},
+                 **{variant: f"pinned in {raw.display}" for variant in pinned},
+                 **{variant: f"mean of {len(m.scores)} run(s) of the starter, {baseline['measured']}"
+                    for variant, m in measured.items()}}
+    return {"baseline": values,
+            "baseline_tolerance": float(baseline.get("tolerance", models.DEFAULT_BASELINE_TOLERANCE)),
+            # a tolerance written in the spec is the least a measured one may be: the task's author
+            # may know the starter varies more across machines than across one machine's runs
+            "baseline_tolerances": {variant: max(m.tolerance, float(baseline.get("tolerance", 0.0)))
+                                    for variant, m in measured.items()},
+            "baseline_pinned": frozenset(pinned), "baseline_origins": described}
+
+
+def _is_number(value: Any) -> bool:
+    """What the schema accepts as a number (the schema reports anything else)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -25,6 +25,7 @@ from typing import Any, Callable
 from pytest_mlab.errors import DataError
 from pytest_mlab.spec.models import FunctionRef, TaskSpec, shipped_files
 from pytest_mlab.spec.problems import Problems
+from pytest_mlab.spec.task_files import top_level_functions
 
 VARIANT = "full"  # the folder's prepare.py makes the real data: the full variant
 _PACKAGE = Path(__file__).resolve().parent.parent
@@ -251,8 +252,6 @@ def _text(path: Path, name: str, why: str) -> str:
 
 def _check_grader(eval_py: Path, name: str) -> None:
     """eval.py defines get_score at top level: parsed, never imported (it is task code)."""
-    from pytest_mlab.spec.library import top_level_functions  # library builds specs with this module
-
     if not eval_py.is_file():
         raise DataError(f"{name}: scripts/eval.py is missing; an MLAgentBench folder scores a workspace with its "
                         f"get_score(submission_folder)")

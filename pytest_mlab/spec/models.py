@@ -1,4 +1,4 @@
-"""Typed, validated views of the three spec kinds. Built only by :mod:`pytest_mlab.spec.library`."""
+"""Typed, validated views of the three spec kinds. Built only by :mod:`pytest_mlab.spec.builders`."""
 
 from __future__ import annotations
 

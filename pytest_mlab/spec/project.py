@@ -9,7 +9,10 @@ from typing import Any, Callable, Collection, Sequence
 
 from pytest_mlab.errors import SpecError
 from pytest_mlab.spec import models
-from pytest_mlab.spec.library import SpecLibrary, TaskFiles, build_action, build_agent, build_task, remembered
+from pytest_mlab.spec.builders import build_action, build_agent, build_task
+from pytest_mlab.spec.library import SpecLibrary
+from pytest_mlab.spec.memo import remembered
+from pytest_mlab.spec.task_files import TaskFiles
 
 _YAML_TRUE = ("true", "yes", "on")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pytest_mlab.lazy import lazy_attributes
 
-_HOMES = {"Snapshot": "snapshots", "SnapshotCaps": "snapshots", "SnapshotStore": "snapshots",
+_HOMES = {"Snapshot": "snapshots.store", "SnapshotCaps": "snapshots.scan", "SnapshotStore": "snapshots.store",
           "TraceWriter": "writer", "read_trace": "writer"}
 
 __all__ = sorted(_HOMES)

@@ -11,8 +11,10 @@ import pytest
 
 from pytest_mlab.errors import SpecError
 from pytest_mlab.spec import models
-from pytest_mlab.spec import library
-from pytest_mlab.spec.library import SpecLibrary, TaskFiles, deep_merge, read_raw
+from pytest_mlab.spec import reading, task_files
+from pytest_mlab.spec.library import SpecLibrary
+from pytest_mlab.spec.reading import deep_merge, read_raw
+from pytest_mlab.spec.task_files import TaskFiles
 from pytest_mlab.spec.project import Project
 from tests.helpers import ACTIONS_DIR, AGENTS_DIR, REPO, TOY_PROJECT, task_yaml
 
@@ -513,7 +515,7 @@ def test_each_spec_file_is_parsed_once_per_project(layout: Layout, monkeypatch: 
     child = layout.write("specs/tasks/child.yaml", "kind: Task\nname: child\nextends: parent\n")
     broken = layout.write("specs/tasks/broken.yaml", "kind: Task\nname: [\n")
     outside = layout.write("elsewhere/outside.yaml", task_yaml("outside"))
-    parsed = count_calls(monkeypatch, library, "load_yaml_with_lines", key=lambda path, display: Path(path).name)
+    parsed = count_calls(monkeypatch, reading, "load_yaml_with_lines", key=lambda path, display: Path(path).name)
     project = layout.project()
     for _ in range(2):
         for path in (parent, child, outside):
@@ -532,7 +534,7 @@ def test_a_spec_edited_between_two_projects_is_read_again(layout: Layout) -> Non
 
 def test_code_files_are_parsed_once_per_project(layout: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
     paths = [layout.write(f"specs/tasks/t{index}.yaml", task_yaml(f"t{index}")) for index in range(3)]
-    parsed = count_calls(monkeypatch, library, "top_level_functions", key=lambda file: file.name)
+    parsed = count_calls(monkeypatch, task_files, "top_level_functions", key=lambda file: file.name)
     project = layout.project()
     for path in paths:
         project.task_from_file(path)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mlab.trace import snapshots as snapshots_module
+from pytest_mlab.trace.snapshots import blobs
 
 
 def write(path: Path, text: str, *, executable: bool = False) -> Path:
@@ -38,5 +38,5 @@ def count_hashed_bytes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         def hexdigest(self) -> str:
             return self._hash.hexdigest()
 
-    monkeypatch.setattr(snapshots_module, "_new_hasher", Counting)
+    monkeypatch.setattr(blobs, "_new_hasher", Counting)
     return sizes

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_mlab.trace import SnapshotCaps, SnapshotStore
-from pytest_mlab.trace import snapshots as snapshots_module
+from pytest_mlab.trace.snapshots import blobs
 from tests.trace.support import blob_files, write
 
 KB = 1024
@@ -72,14 +72,14 @@ def test_a_file_growing_past_the_cap_while_it_is_copied_is_left_out(
     workspace: Path, store: SnapshotStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = write_bytes(workspace / "log.txt", 10 * KB, b"L")
-    real_copy = snapshots_module._copy_hashing
+    real_copy = blobs._copy_hashing
 
     def growing_copy(src, out, limit=None):  # type: ignore[no-untyped-def]
         with open(path, "ab") as fh:  # the agent's survivor appends while we read
             fh.write(b"L" * (200 * KB))
         return real_copy(src, out, limit)
 
-    monkeypatch.setattr(snapshots_module, "_copy_hashing", growing_copy)
+    monkeypatch.setattr(blobs, "_copy_hashing", growing_copy)
     snap = store.snapshot(workspace, caps=SnapshotCaps(file_size=100 * KB))
     assert [path for path, _ in snap.omitted] == ["log.txt"]
     assert "over the 100 KiB file size limit" in snap.omitted[0][1]

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from pytest_mlab.trace import SnapshotStore
-from pytest_mlab.trace import snapshots as snapshots_module
+from pytest_mlab.trace.snapshots import digest_cache
+from pytest_mlab.trace.snapshots import scan as scan_module
+from pytest_mlab.trace.snapshots import store as store_module
 from tests.trace.support import count_hashed_bytes, write
 
 MB = 1024 * 1024
@@ -22,7 +24,7 @@ DATA = 4 * MB
 def empty_data_cache(monkeypatch: pytest.MonkeyPatch) -> OrderedDict:
     """Each test starts with no read-only digests remembered from another."""
     cache: OrderedDict = OrderedDict()
-    monkeypatch.setattr(snapshots_module, "_data_digests", cache)
+    monkeypatch.setattr(digest_cache, "_data_digests", cache)
     return cache
 
 
@@ -30,7 +32,7 @@ def empty_data_cache(monkeypatch: pytest.MonkeyPatch) -> OrderedDict:
 def syncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every sync the store asks for: whole-snapshot syncs and any per-file fsync."""
     calls: list[str] = []
-    real_sync = snapshots_module._sync_filesystem
+    real_sync = store_module._sync_filesystem
     real_fsync = os.fsync
 
     def sync_filesystem(path):  # type: ignore[no-untyped-def]
@@ -41,7 +43,7 @@ def syncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         calls.append("fsync")
         real_fsync(fd)
 
-    monkeypatch.setattr(snapshots_module, "_sync_filesystem", sync_filesystem)
+    monkeypatch.setattr(store_module, "_sync_filesystem", sync_filesystem)
     monkeypatch.setattr(os, "fsync", fsync)
     return calls
 
@@ -114,7 +116,7 @@ def test_read_only_data_digests_are_shared_by_later_stores(tmp_path: Path, monke
 
 def test_the_read_only_digest_cache_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                empty_data_cache: OrderedDict) -> None:
-    monkeypatch.setattr(snapshots_module, "DATA_CACHE_SIZE", 2)
+    monkeypatch.setattr(digest_cache, "DATA_CACHE_SIZE", 2)
     workspace = tmp_path / "ws"
     names = [f"part{index}.csv" for index in range(5)]
     for name in names:
@@ -130,13 +132,13 @@ def test_unchanged_files_are_not_even_opened(tmp_path: Path, monkeypatch: pytest
     store = SnapshotStore(tmp_path / "store")
     store.snapshot(workspace)
     opened: list[str] = []
-    real_open = snapshots_module._open_regular
+    real_open = scan_module.open_regular
 
     def counting_open(rel, name, dir_fd):  # type: ignore[no-untyped-def]
         opened.append(rel)
         return real_open(rel, name, dir_fd)
 
-    monkeypatch.setattr(snapshots_module, "_open_regular", counting_open)
+    monkeypatch.setattr(scan_module, "open_regular", counting_open)
     write(workspace / "m3.py", "changed\n")
     store.snapshot(workspace)
     assert opened == ["m3.py"]
@@ -203,14 +205,14 @@ def test_a_file_written_just_before_a_snapshot_is_not_hashed_again(
     write(workspace / "checkpoint.pt", "w" * 1000)
     slept: list[float] = []
     real_sleep = time.sleep
-    monkeypatch.setattr(snapshots_module.time, "sleep", lambda s: (slept.append(s), real_sleep(s)))
+    monkeypatch.setattr(digest_cache.time, "sleep", lambda s: (slept.append(s), real_sleep(s)))
     hashed = count_hashed_bytes(monkeypatch)
     store = SnapshotStore(tmp_path / "store")
     store.snapshot(workspace)
     for _ in range(3):
         store.snapshot(workspace)
     assert hashed == [1000]
-    assert len(slept) <= 1 and all(s <= snapshots_module.RACY_WINDOW_NS / 1e9 for s in slept), \
+    assert len(slept) <= 1 and all(s <= digest_cache.RACY_WINDOW_NS / 1e9 for s in slept), \
         "at most one wait, of at most one window"
 
 
@@ -247,18 +249,17 @@ class FakeClock:
 
 
 def test_the_racy_rule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    window = snapshots_module.RACY_WINDOW_NS
+    window = digest_cache.RACY_WINDOW_NS
     assert window < 100_000_000, "a clock tick, not a second"
     clock = FakeClock(1_700_000_000_123_456_789)
-    monkeypatch.setattr(snapshots_module, "time", clock)
+    monkeypatch.setattr(digest_cache, "time", clock)
     started = clock.now_ns
-    scan = snapshots_module._Scan(str(tmp_path), None, frozenset(), snapshots_module.SnapshotCaps(), None,
-                                  started_ns=started)
-    assert scan.cacheable(started - 10 * window)  # long settled
-    assert not scan.cacheable(started + 1)  # changed after the snapshot began
-    assert not scan.cacheable(1_700_000_000_000_000_000)  # whole-second stamps: a 2 s window, no wait
+    racy = digest_cache.RacyWindow(started_ns=started)
+    assert racy.cacheable(started - 10 * window)  # long settled
+    assert not racy.cacheable(started + 1)  # changed after the snapshot began
+    assert not racy.cacheable(1_700_000_000_000_000_000)  # whole-second stamps: a 2 s window, no wait
     assert clock.slept == []
-    assert scan.cacheable(started - window // 2)  # changed just before: wait out the window once
+    assert racy.cacheable(started - window // 2)  # changed just before: wait out the window once
     assert len(clock.slept) == 1 and 0 < clock.slept[0] <= window / 1e9
-    assert scan.cacheable(started - window // 3)
+    assert racy.cacheable(started - window // 3)
     assert len(clock.slept) == 1, "one wait covers every file changed before the snapshot began"

@@ -14,7 +14,8 @@ import pytest
 
 from pytest_mlab.errors import TraceError
 from pytest_mlab.trace import Snapshot, SnapshotStore
-from pytest_mlab.trace import snapshots as snapshots_module
+from pytest_mlab.trace.snapshots import blobs
+from pytest_mlab.trace.snapshots import scan as scan_module
 from tests.trace.support import blob_files as _blob_files
 from tests.trace.support import count_hashed_bytes as _count_hashed_bytes
 from tests.trace.support import write as _write
@@ -375,7 +376,7 @@ def test_a_file_swapped_for_a_symlink_mid_walk_is_not_copied(
     """A race: the agent replaces a listed file by a link to a secret before we open it."""
     secret = _write(tmp_path / "secret.txt", "TOP-SECRET-VALUE")
     victim = _write(workspace / "victim.txt", "harmless")
-    real_open = snapshots_module._open_regular
+    real_open = scan_module.open_regular
 
     def swapping_open(rel, name, dir_fd):  # type: ignore[no-untyped-def]
         if rel == "victim.txt":
@@ -383,7 +384,7 @@ def test_a_file_swapped_for_a_symlink_mid_walk_is_not_copied(
             os.symlink(secret, victim)
         return real_open(rel, name, dir_fd)
 
-    monkeypatch.setattr(snapshots_module, "_open_regular", swapping_open)
+    monkeypatch.setattr(scan_module, "open_regular", swapping_open)
     store.snapshot(workspace)
     for path in _blob_files(store.root):
         assert b"TOP-SECRET-VALUE" not in path.read_bytes()
@@ -401,7 +402,7 @@ def test_a_failed_blob_write_leaves_no_partial_blob(
         out.write(src.read(100))
         raise KeyboardInterrupt  # Ctrl-C halfway through the copy
 
-    monkeypatch.setattr(snapshots_module, "_copy_hashing", dying_copy)
+    monkeypatch.setattr(blobs, "_copy_hashing", dying_copy)
     with pytest.raises(KeyboardInterrupt):
         store.snapshot(workspace)
     assert list(store.root.rglob("*")) == [p for p in store.root.rglob("*") if p.is_dir()]
@@ -561,7 +562,7 @@ def _many_files(workspace: Path, count: int) -> None:
 
 
 def test_a_step_that_changes_one_file_of_many_stores_a_small_manifest(tmp_path: Path) -> None:
-    from pytest_mlab.trace.snapshots import MAX_CHAIN
+    from pytest_mlab.trace.snapshots.manifests import MAX_CHAIN
 
     workspace = tmp_path / "ws"
     _many_files(workspace, 2000)
@@ -599,7 +600,7 @@ def test_delta_manifests_read_back_exactly_as_whole_ones(tmp_path: Path) -> None
 
 
 def test_the_delta_chain_is_bounded(tmp_path: Path) -> None:
-    from pytest_mlab.trace.snapshots import MAX_CHAIN
+    from pytest_mlab.trace.snapshots.manifests import MAX_CHAIN
 
     workspace = tmp_path / "ws"
     _many_files(workspace, 3)
