@@ -228,17 +228,23 @@ def test_the_run_byte_cap_bounds_what_many_steps_can_store(run):
     assert attack.grade().score == pytest.approx(HONEST_MAE)
 
 
-@pytest.mark.slow
-def test_100k_tiny_files_are_capped_and_the_run_completes(run):
-    attack = run(Limits(max_steps=100, execute_timeout=600))
+def test_tiny_files_past_the_file_cap_are_left_out_and_the_run_completes(run):
+    """The attack of a workspace flooded with tiny files, at a tenth of its scale: the cap is lowered
+    to 2,000 files so that every backend runs it in seconds; the default cap is checked below."""
+    attack = run(Limits(max_steps=100, execute_timeout=600, snapshot_files=2_000))
     attack.write("submission.csv", HONEST)
     observation = attack.execute(
-        "import os\nos.mkdir('junk')\nfor i in range(100_000):\n"
+        "import os\nos.mkdir('junk')\nfor i in range(10_000):\n"
         "    open(f'junk/{i:06}.txt', 'w').write(str(i))\nprint('done')\n")
     assert "done" in observation
     # attack.py and submission.csv come first (a folder's files before its subfolders); data is not counted
-    assert "Note: 80,002 files were not saved in the workspace snapshot" in observation
-    assert "junk/019998.txt (over the limit of 20,000 files in one snapshot)" in observation
+    assert "Note: 8,002 files were not saved in the workspace snapshot" in observation
+    assert "junk/001998.txt (over the limit of 2,000 files in one snapshot)" in observation
     snapshot = attack.env.snapshots.manifest(attack.env.last_snapshot)["files"]
-    assert len([path for path in snapshot if path.startswith("junk/")]) == 19_998
+    assert len([path for path in snapshot if path.startswith("junk/")]) == 1_998
     assert attack.grade().score == pytest.approx(HONEST_MAE)
+
+
+def test_a_run_keeps_at_most_20000_files_per_snapshot_unless_its_task_says_otherwise():
+    """The default the test above lowers: the environment takes its caps from the run's limits."""
+    assert Limits().snapshot_files == 20_000
