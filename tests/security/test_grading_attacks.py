@@ -33,6 +33,7 @@ from pytest_mlab.trace import SnapshotStore
 from tests.grading.support import TIMED_FAST, TIMED_STARTER, TinyTask, timed_task, tiny_task
 from tests.grading.test_timing import measured_folder
 from tests.security.test_containment import tagged_processes
+from tests.shared_data import shared_mini
 from tests.tasks.test_smoke_tasks import load_function, make_workspace, prepare, task_spec
 
 CANARY = "sk-canary-" + uuid.uuid4().hex
@@ -273,7 +274,7 @@ def test_being_right_only_sometimes_is_caught(kind, tmp_path):
 @pytest.mark.parametrize("task", ["vectorization", "llama-inference"])
 def test_the_timed_graders_check_every_repeat(task, tmp_path):
     """Right in the first repeat, fast garbage in the others: invalid, however fast."""
-    public, hidden = prepare(task, tmp_path / "data")
+    public, hidden = shared_mini(task)
     measured = measured_folder(tmp_path, submission=[0.5, 0.01, 0.01], starter=[3.0] * 3, overhead=[0.1] * 3)
     if task == "vectorization":
         with np.load(hidden / "conv_case.npz") as case:
@@ -356,7 +357,7 @@ CLRS_DIGGER = textwrap.dedent('''
 def test_a_clrs_model_digging_for_the_truth_gets_the_honest_score(kind, tmp_path):
     from clrs._src import specs
 
-    public, hidden = prepare("clrs", tmp_path / "data")
+    public, hidden = shared_mini("clrs")  # the digger reads; it finds nothing to write to
     workspace = make_workspace("clrs", public, tmp_path / "ws")
     (workspace / "baselines.py").write_text(CLRS_DIGGER)
     checkpoints = workspace / "checkpoints"

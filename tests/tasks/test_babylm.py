@@ -15,6 +15,7 @@ import pytest
 
 from pytest_mlab.grading import InvalidSubmission
 from tests.data.fakes import FileServer
+from tests.shared_data import shared_mini
 from tests.tasks.test_smoke_tasks import ASSETS, grade as grade_task, load_function, load_spec, prepare, tree_digest
 
 TASK = "babylm"
@@ -23,8 +24,8 @@ GPT2_FILES = {"config.json", "vocab.json", "merges.txt", "tokenizer.json", "toke
 
 
 @pytest.fixture(scope="module")
-def mini_data(tmp_path_factory):
-    return prepare(TASK, tmp_path_factory.mktemp("babylm-mini"))
+def mini_data():
+    return shared_mini(TASK)
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ import pytest
 from pytest_mlab.errors import DataError
 from pytest_mlab.grading import InvalidSubmission
 from tests.data.fakes import FileServer
+from tests.shared_data import shared_mini
 from tests.tasks.test_smoke_tasks import grade as grade_task, load_function, prepare, tree_digest
 
 TASK = "cifar10"
@@ -34,8 +35,8 @@ def unpickle(path):
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    return prepare(TASK, tmp_path_factory.mktemp("cifar10"))
+def data():
+    return shared_mini(TASK)
 
 
 def test_mini_has_the_cifar_python_layout(data):

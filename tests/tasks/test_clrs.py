@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from pytest_mlab.grading import InvalidSubmission
+from tests.shared_data import shared_mini
 from tests.tasks.test_smoke_tasks import grade as grade_task, load_function, prepare, tree_digest
 
 TASK = "clrs"
@@ -22,8 +23,8 @@ FEATURES = {"input_pos": 2, "input_A": 3, "input_adj": 3, "output_Pi": 3, "hint_
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    return prepare(TASK, tmp_path_factory.mktemp("clrs"))
+def data():
+    return shared_mini(TASK)
 
 
 def load(path) -> dict:

@@ -20,6 +20,7 @@ from PIL import Image
 from pytest_mlab.errors import DataError
 from pytest_mlab.grading import InvalidSubmission
 from tests.data.fakes import FileServer, fake_kaggle
+from tests.shared_data import shared_mini
 from tests.tasks.test_smoke_tasks import ASSETS, grade as grade_task, load_function, make_workspace, prepare, \
     run_script, tree_digest
 
@@ -28,8 +29,8 @@ COMPETITION = "fathomnet-out-of-sample-detection"
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    return prepare(TASK, tmp_path_factory.mktemp("fathomnet"))
+def data():
+    return shared_mini(TASK)
 
 
 def answers_of(hidden) -> pd.DataFrame:

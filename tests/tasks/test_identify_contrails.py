@@ -21,6 +21,7 @@ import pytest
 from pytest_mlab.errors import DataError
 from pytest_mlab.grading import InvalidSubmission
 from tests.data.fakes import fake_kaggle
+from tests.shared_data import shared_mini
 from tests.tasks.test_smoke_tasks import ASSETS, SEED, grade as grade_task, load_function, prepare, tree_digest
 
 TASK = "identify-contrails"
@@ -30,8 +31,8 @@ SMALL = {"train": 6, "validation": 3}  # record counts for the tests that need o
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    return prepare(TASK, tmp_path_factory.mktemp("contrails"))
+def data():
+    return shared_mini(TASK)
 
 
 def prepare_small(root: pathlib.Path, seed: int = SEED) -> tuple[pathlib.Path, pathlib.Path]:

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from pytest_mlab.grading import InvalidSubmission
+from tests.shared_data import shared_mini
 from tests.tasks.test_smoke_tasks import (grade as grade_task, load_function, load_spec, make_workspace, prepare,
                                           tree_digest)
 
@@ -21,8 +22,8 @@ SPLITS = ("train", "test", "unsupervised")
 
 
 @pytest.fixture(scope="module")
-def mini_data(tmp_path_factory):
-    return prepare(TASK, tmp_path_factory.mktemp("imdb-mini"))
+def mini_data():
+    return shared_mini(TASK)
 
 
 def grade(workspace: pathlib.Path, hidden: pathlib.Path) -> float:

@@ -21,6 +21,7 @@ import pytest
 from pytest_mlab.errors import GradingError
 from pytest_mlab.grading import InvalidSubmission, measure_support
 from tests.grading.test_timing import measured_folder
+from tests.shared_data import shared_mini
 from tests.tasks.test_smoke_tasks import ASSETS, grade as grade_task, load_function, load_spec, prepare, tree_digest
 
 TASK = "llama-inference"
@@ -28,8 +29,8 @@ CONTEXT, NEW_TOKENS, BATCH = 128, 1, 4  # the original's context_length, generat
 
 
 @pytest.fixture(scope="module")
-def mini_data(tmp_path_factory):
-    return prepare(TASK, tmp_path_factory.mktemp("llama-mini"))
+def mini_data():
+    return shared_mini(TASK)
 
 
 def grade(workspace: pathlib.Path, hidden: pathlib.Path) -> float:

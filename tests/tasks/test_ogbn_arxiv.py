@@ -20,6 +20,7 @@ import pytest
 from pytest_mlab.errors import DataError
 from pytest_mlab.grading import InvalidSubmission
 from tests.data.fakes import FileServer
+from tests.shared_data import shared_mini
 from tests.tasks.test_smoke_tasks import grade as grade_task, load_function, prepare, tree_digest
 
 TASK = "ogbn-arxiv"
@@ -33,8 +34,8 @@ def read(path) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    return prepare(TASK, tmp_path_factory.mktemp("ogbn"))
+def data():
+    return shared_mini(TASK)
 
 
 def test_mini_has_ogbs_raw_layout_and_hides_test_labels(data):
