@@ -25,11 +25,15 @@ SCRATCH_VARIABLE = "PYTEST_MLAB_TESTS_SCRATCH"
 QUIET_VARIABLE = "PYTEST_MLAB_QUIET_DIR"
 
 
+_made_here: list[Path] = []  # the scratch folder this process made, and so removes at its end
+
+
 def session_scratch() -> Path:
     """The test session's scratch folder: made by the controller, inherited by its xdist workers
-    through the environment (they are started after the controller's plugins load)."""
+    (and by sub-runs) through the environment, removed by the process that made it."""
     if SCRATCH_VARIABLE not in os.environ:
-        os.environ[SCRATCH_VARIABLE] = tempfile.mkdtemp(prefix="pytest-mlab-tests-")
+        _made_here.append(Path(tempfile.mkdtemp(prefix="pytest-mlab-tests-")))
+        os.environ[SCRATCH_VARIABLE] = str(_made_here[-1])
     return Path(os.environ[SCRATCH_VARIABLE])
 
 
@@ -37,8 +41,6 @@ def session_scratch() -> Path:
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.pop(QUIET_VARIABLE, None)
     scratch = session_scratch()
-    if not hasattr(config, "workerinput"):
-        config.stash[_OWNER] = True
     option = config.option
     if getattr(option, "mlab_out", None) in (None, "mlab-results"):
         option.mlab_out = str(scratch / "results")
@@ -47,8 +49,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    if config.stash.get(_OWNER, False):
-        shutil.rmtree(os.environ.pop(SCRATCH_VARIABLE), ignore_errors=True)
-
-
-_OWNER = pytest.StashKey[bool]()
+    if _made_here and os.environ.get(SCRATCH_VARIABLE) == str(_made_here[-1]):
+        shutil.rmtree(_made_here.pop(), ignore_errors=True)
+        del os.environ[SCRATCH_VARIABLE]

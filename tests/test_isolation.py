@@ -13,7 +13,7 @@ from pytest_mlab.data.location import default_cache_dir
 from pytest_mlab.plugin.state import SETTINGS
 from pytest_mlab.sandbox.quiet import lock_folder
 from tests.helpers import REPO, UNRELATED_PLUGINS
-from tests.isolation import session_scratch
+from tests.isolation import SCRATCH_VARIABLE, session_scratch
 
 # A test of the sub-session: may a script start now, or would it wait on the lock of timed
 # measurements? It asks without waiting, so a held lock fails it at once instead of hanging.
@@ -32,7 +32,7 @@ def test_this_session_keeps_results_cache_and_locks_in_its_own_scratch_folder(re
     settings = request.config.stash[SETTINGS]
     assert settings.out_dir == scratch / "results"
     assert settings.cache_dir == scratch / "cache"
-    assert lock_folder().is_relative_to(scratch)
+    assert lock_folder().is_relative_to(scratch)  # (pytester's in-process runs put it back: see the plugin)
     assert not lock_folder().is_relative_to(REPO) and not settings.cache_dir.is_relative_to(default_cache_dir())
 
 
@@ -52,6 +52,7 @@ def users_main_job_timing(pytester: pytest.Pytester):
 @pytest.mark.usefixtures("users_main_job_timing")
 def test_a_lock_held_in_the_default_results_folder_does_not_hold_the_suite_up(pytester, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(REPO))
+    monkeypatch.delenv(SCRATCH_VARIABLE)  # the sub-session makes and removes a scratch folder of its own
     pytester.makepyfile(test_probe=PROBE)
     isolated = pytester.runpytest_subprocess("-n", "2", "-p", "tests.isolation", "-p", "no:cacheprovider",
                                              *UNRELATED_PLUGINS, timeout=120)

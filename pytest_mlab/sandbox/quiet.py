@@ -38,10 +38,18 @@ _held = threading.local()  # this thread's exclusive depth: its own executions m
 _session_folder: Path | None = None
 
 
-def use_results_folder(out_dir: Path) -> None:
-    """Called by the plugin in every process of a session (controller and workers alike)."""
+def use_results_folder(out_dir: Path) -> Path | None:
+    """Called by the plugin in every process of a session (controller and workers alike). Returns
+    the folder it replaces, which the session puts back when it ends (``restore_folder``): a session
+    run inside another process's (pytester's in-process runs) must not leave its folder behind."""
     global _session_folder
-    _session_folder = host_lock_folder(out_dir, ".quiet")
+    previous, _session_folder = _session_folder, host_lock_folder(out_dir, ".quiet")
+    return previous
+
+
+def restore_folder(folder: Path | None) -> None:
+    global _session_folder
+    _session_folder = folder
 
 
 def lock_folder() -> Path:

@@ -199,6 +199,16 @@ def test_a_session_keeps_its_lock_in_its_results_folder(pytester, tmp_path, monk
     assert quiet.lock_folder() == tmp_path / "chosen"
 
 
+def test_a_session_run_inside_another_process_gives_the_lock_folder_back(pytester, monkeypatch):
+    """pytester's in-process runs: once the inner session ends, the process's own session locks
+    where it did before, not in the inner session's (deleted) results folder."""
+    monkeypatch.delenv(quiet.FOLDER_VARIABLE, raising=False)
+    before = quiet.lock_folder()
+    pytester.makepyfile(test_inner="def test_inner():\n    pass\n")
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    assert quiet.lock_folder() == before
+
+
 def test_an_unusable_lock_folder_is_a_usage_error_naming_the_variable(pytester, tmp_path, monkeypatch):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
