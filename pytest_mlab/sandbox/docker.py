@@ -104,16 +104,6 @@ def _failure(check: Callable[[], object]) -> str | None:
     return None
 
 
-def unavailable_reason(image: str = DEFAULT_IMAGE) -> str | None:
-    """Why docker sandboxes cannot run here, or None. Builds the default image when missing."""
-    return _failure(lambda: ensure_image(connect(), image))
-
-
-def unreachable_reason() -> str | None:
-    """Why the daemon cannot be asked about containers now, or None (cheap: builds no image)."""
-    return _failure(connect)
-
-
 def remove_leftovers(*, everything: bool = False, hosts: tuple[DockerHost, ...] | None = None) -> list[str]:
     """Remove pytest-mlab containers whose creating process is gone (all of them with
     ``everything``), with their workspace volumes, and the data volumes no container uses whose
@@ -179,7 +169,39 @@ class DockerSandbox(OnHostWorkspace, Sandbox):
     """Workspace = host directory bind-mounted into a container; commands = docker execs."""
 
     name = "docker"
+    leftover_noun = "container"
     kill_script = _KILL_ALL  # run as the sandbox user after each command; prints the OOM counters
+
+    # -- the backend's lifecycle ---------------------------------------------------------------
+
+    @classmethod
+    def open(cls, **kwargs: Any) -> DockerSandbox:
+        """The docker sandbox of this process's host: bind mounts for a local daemon, archives and
+        volumes for a remote one (see :mod:`.docker_remote`). A host that stopped answering since the
+        last sandbox is dropped here, so the item goes to one that answers."""
+        host = current_host()
+        if host.url and not host_answers(host.client()):
+            forget_host()
+            host = current_host()  # warns of the lost one; a SandboxError when none is left
+        if host.remote:
+            from pytest_mlab.sandbox.docker_remote import RemoteDockerSandbox
+
+            return RemoteDockerSandbox(**kwargs)
+        return cls(**kwargs)
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """Why docker sandboxes cannot run here, or None. Builds the default image when missing."""
+        return _failure(lambda: ensure_image(connect(), DEFAULT_IMAGE))
+
+    @classmethod
+    def leftovers_unreachable(cls) -> str | None:
+        """Why the daemon cannot be asked about containers now, or None (cheap: builds no image)."""
+        return _failure(connect)
+
+    @classmethod
+    def remove_leftovers(cls, *, everything: bool = False) -> list[str]:
+        return remove_leftovers(everything=everything)
 
     def __init__(self, workspace: Path | None = None, *, base_env: dict[str, str] | None = None,
                  options: SandboxOptions | None = None, image: str | None = None) -> None:
@@ -401,21 +423,6 @@ class DockerSandbox(OnHostWorkspace, Sandbox):
         if self._remove is not None:
             self._remove()
         self.files.close()
-
-
-def open_docker(workspace: Path | None = None, **kwargs: Any) -> DockerSandbox:
-    """The docker sandbox of this process's host: bind mounts for a local daemon, archives and
-    volumes for a remote one (see :mod:`.docker_remote`). A host that stopped answering since the
-    last sandbox is dropped here, so the item goes to one that answers."""
-    host = current_host()
-    if host.url and not host_answers(host.client()):
-        forget_host()
-        host = current_host()  # warns of the lost one; a SandboxError when none is left
-    if host.remote:
-        from pytest_mlab.sandbox.docker_remote import RemoteDockerSandbox
-
-        return RemoteDockerSandbox(workspace, **kwargs)
-    return DockerSandbox(workspace, **kwargs)
 
 
 def device_requests(client: Any, options: SandboxOptions) -> list[Any]:
