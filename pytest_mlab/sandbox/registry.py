@@ -83,7 +83,7 @@ class Backend:
 _BACKENDS: dict[str, str | SandboxBackend] = {
     "local": "pytest_mlab.sandbox.local:LocalSandbox",
     "bwrap": "pytest_mlab.sandbox.bwrap:BwrapSandbox",
-    "docker": "pytest_mlab.sandbox.docker:DockerSandbox",
+    "docker": "pytest_mlab.sandbox.docker.local_daemon:DockerSandbox",
 }
 
 AUTO = "auto"

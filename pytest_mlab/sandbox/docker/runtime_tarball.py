@@ -1,7 +1,7 @@
 """A root filesystem made from this machine's own Python, for docker hosts that reach no registry.
 
 A remote docker host cannot mount the harness's interpreter, so it runs ``pytest-mlab/runtime:1``
-(see :mod:`.docker_image`). Where the host cannot pull a base image, the image is this machine's
+(see :mod:`.image`). Where the host cannot pull a base image, the image is this machine's
 interpreter in a tar, imported with ``docker import``: the interpreter and its installation at the
 same absolute paths as here (so it finds its standard library as it does here), the few programs
 the sandbox runs (``/bin/sh``, ``cat``, ``mkdir``, ``rm``, ``ls``, ``env``, and ``sleep``, the
@@ -38,8 +38,8 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any, Iterable
 
 from pytest_mlab.errors import SandboxError
-from pytest_mlab.sandbox.docker import HOME, SANDBOX_UID
-from pytest_mlab.sandbox.docker_image import RUNTIME_IMAGE
+from pytest_mlab.sandbox.docker.conventions import HOME, SANDBOX_UID
+from pytest_mlab.sandbox.docker.image import RUNTIME_IMAGE
 
 #: Names left out of the standard library wherever they are (packages, modules, files).
 EXCLUDED_STDLIB = ("test", "idlelib", "tkinter", "turtledemo", "_tkinter*", "libpython*.a")
