@@ -18,9 +18,10 @@ from typing import Iterator
 import pytest
 
 from pytest_mlab.sandbox.docker.conventions import SANDBOX_UID
+from pytest_mlab.sandbox.docker.rootfs import Layout, ldd_closure, parse_ldd
+from pytest_mlab.sandbox.docker.runtime_tarball import (PYTHON_LINK, TOOLS, import_error, import_runtime_image,
+                                                        write_layout, write_runtime_tarball)
 from pytest_mlab.sandbox.registry import sandbox_unavailable
-from pytest_mlab.sandbox.docker.runtime_tarball import (PYTHON_LINK, TOOLS, Layout, import_error, import_runtime_image,
-                                                 ldd_closure, parse_ldd, write_layout, write_runtime_tarball)
 
 REASON = sandbox_unavailable("docker")
 needs_docker = pytest.mark.skipif(REASON is not None, reason=f"docker cannot run here: {REASON}")
