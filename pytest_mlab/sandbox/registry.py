@@ -87,7 +87,7 @@ _BACKENDS: dict[str, str | SandboxBackend] = {
 }
 
 AUTO = "auto"
-#: What ``--sandbox=auto`` tries, in order; the local backend when none of them works.
+#: What ``--sandbox=auto`` tries, in order, before it falls back.
 AUTO_ORDER: tuple[str, ...] = ("bwrap",)
 #: What ``auto`` falls back to when none of them works: the backend that isolates nothing.
 FALLBACK = "local"
