@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_mlab.sandbox import SandboxOptions, open_sandbox  # noqa: E402
-from pytest_mlab.sandbox.docker_hosts import parse_hosts, use_pool  # noqa: E402
+from pytest_mlab.sandbox.docker.hosts import parse_hosts, use_pool  # noqa: E402
 
 LOCAL = "unix:///var/run/docker.sock"
 NOOP = "pass"
@@ -72,7 +72,7 @@ def main() -> None:
             for url in (args.local, args.remote) if round_index % 2 == 0 else (args.remote, args.local):
                 for name, seconds in one_round(url, data, args.checkpoint_mb, f"bench-{os.getpid()}").items():
                     samples[url].setdefault(name, []).append(seconds)
-        from pytest_mlab.sandbox.docker import remove_leftovers
+        from pytest_mlab.sandbox.docker.leftovers import remove_leftovers
 
         use_pool(parse_hosts(f"{args.local},{args.remote}"), None, f"bench-{os.getpid()}")
         remove_leftovers()

@@ -32,7 +32,7 @@ from pytest_mlab.results.budget import Budget, Ledger, over_budget
 from pytest_mlab.results.record import JudgedBy, RunIdentity, RunResult
 from pytest_mlab.results.resume import finished_result
 from pytest_mlab.sandbox import SandboxOptions, open_sandbox
-from pytest_mlab.sandbox.docker_hosts import DockerHost, forget_host
+from pytest_mlab.sandbox.docker.hosts import DockerHost, forget_host
 from pytest_mlab.sandbox.gpus import GpuPool
 from pytest_mlab.sandbox.registry import resolve_kind
 from pytest_mlab.spec.plan import RunPlan, Settings
@@ -91,7 +91,7 @@ def _lease_gpus(plan: RunPlan, pool: GpuPool | None, status: RunStatus) -> Itera
         return
     host = _remote_docker_host(plan)
     if host is not None:
-        from pytest_mlab.sandbox.docker import host_gpus
+        from pytest_mlab.sandbox.docker.gpus import host_gpus
 
         pool = pool.on_docker_host(host.name, lambda: host_gpus(host))
     required = plan.needs_gpu
@@ -105,7 +105,7 @@ def _remote_docker_host(plan: RunPlan) -> DockerHost | None:
     """The remote docker host this run's sandbox will use, if it is one."""
     if getattr(plan, "sandbox", None) != "docker":
         return None
-    from pytest_mlab.sandbox.docker_hosts import current_host
+    from pytest_mlab.sandbox.docker.hosts import current_host
 
     try:
         host = current_host()

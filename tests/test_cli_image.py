@@ -9,9 +9,9 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_mlab.cli import main
-from pytest_mlab.sandbox import runtime_tarball
-from pytest_mlab.sandbox.docker_hosts import DockerHost
-from pytest_mlab.sandbox.docker_image import RUNTIME_IMAGE
+from pytest_mlab.sandbox.docker import runtime_tarball
+from pytest_mlab.sandbox.docker.hosts import DockerHost
+from pytest_mlab.sandbox.docker.image import RUNTIME_IMAGE
 
 
 def test_tarball_writes_the_runtime_and_prints_one_line(tmp_path, capsys):

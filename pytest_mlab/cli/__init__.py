@@ -30,7 +30,7 @@ from pytest_mlab.data import default_cache_dir, prepare_verbosely
 from pytest_mlab.errors import MlabError
 
 if TYPE_CHECKING:
-    from pytest_mlab.sandbox.docker_hosts import DockerHost
+    from pytest_mlab.sandbox.docker.hosts import DockerHost
 from pytest_mlab.spec.builders import build_task
 from pytest_mlab.spec.library import SpecLibrary
 
@@ -83,7 +83,7 @@ def _clean(args: argparse.Namespace) -> int:
     Docker is skipped, with a note saying why, where it is not installed or not running. --hosts:
     the docker leftovers (containers, their workspace volumes, data volumes) on each named host
     instead of the environment's daemon; a host that does not answer is named and skipped."""
-    from pytest_mlab.sandbox.docker_hosts import parse_hosts
+    from pytest_mlab.sandbox.docker.hosts import parse_hosts
     from pytest_mlab.sandbox.registry import remove_leftovers
 
     hosts = parse_hosts(args.hosts, "--hosts") if args.hosts else ()
@@ -96,7 +96,7 @@ def _clean(args: argparse.Namespace) -> int:
 
 
 def _clean_host(host: "DockerHost", everything: bool) -> str:
-    from pytest_mlab.sandbox.docker import remove_leftovers as remove_docker_leftovers
+    from pytest_mlab.sandbox.docker.leftovers import remove_leftovers as remove_docker_leftovers
 
     try:
         removed = remove_docker_leftovers(everything=everything, hosts=(host,))

@@ -15,7 +15,7 @@ from pytest_mlab.errors import MlabError, UsageError
 
 
 def add_command(commands) -> None:
-    from pytest_mlab.sandbox.docker_image import RUNTIME_IMAGE
+    from pytest_mlab.sandbox.docker.image import RUNTIME_IMAGE
 
     image = commands.add_parser("image", help=f"make the runtime image remote docker hosts run ({RUNTIME_IMAGE}) "
                                               "from this machine's Python, and import it on hosts")
@@ -34,7 +34,7 @@ def add_command(commands) -> None:
 
 
 def _tarball(args: argparse.Namespace) -> int:
-    from pytest_mlab.sandbox.runtime_tarball import write_runtime_tarball
+    from pytest_mlab.sandbox.docker.runtime_tarball import write_runtime_tarball
 
     print(write_runtime_tarball(args.out, site_packages=args.site_packages).line())
     return 0
@@ -42,9 +42,9 @@ def _tarball(args: argparse.Namespace) -> int:
 
 def _import(args: argparse.Namespace) -> int:
     """One line per host; a host that fails is named with why, and the others still get the image."""
-    from pytest_mlab.sandbox.docker_hosts import parse_hosts
-    from pytest_mlab.sandbox.docker_image import RUNTIME_IMAGE
-    from pytest_mlab.sandbox.runtime_tarball import import_runtime_image, require_tarball
+    from pytest_mlab.sandbox.docker.hosts import parse_hosts
+    from pytest_mlab.sandbox.docker.image import RUNTIME_IMAGE
+    from pytest_mlab.sandbox.docker.runtime_tarball import import_runtime_image, require_tarball
 
     hosts = parse_hosts(args.hosts, "--hosts")
     if not hosts:

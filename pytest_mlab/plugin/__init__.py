@@ -66,7 +66,7 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError("--llm=human reads your answers from the terminal, which pytest-xdist workers "
                                     "do not have: drop -n (and --dist) to play the agent yourself")
     config.stash[SESSION] = session_id(getattr(config, "workerinput", None))
-    from pytest_mlab.sandbox.docker_hosts import use_pool
+    from pytest_mlab.sandbox.docker.hosts import use_pool
 
     use_pool(config.stash[DOCKER_HOSTS], getattr(config, "workerinput", {}).get("workerid"), config.stash[SESSION])
     if not hasattr(config, "workerinput"):

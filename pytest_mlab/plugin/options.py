@@ -11,7 +11,7 @@ import pytest
 from pytest_mlab.data.location import default_cache_dir
 from pytest_mlab.errors import UsageError
 from pytest_mlab.sandbox import SANDBOX_KINDS
-from pytest_mlab.sandbox.docker_hosts import DockerHost, parse_hosts
+from pytest_mlab.sandbox.docker.hosts import DockerHost, parse_hosts
 from pytest_mlab.sandbox.gpus import GpuPool, parse_gpus
 from pytest_mlab.sandbox.registry import sandbox_unavailable
 from pytest_mlab.spec.plan import Settings

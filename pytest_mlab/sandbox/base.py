@@ -1,11 +1,11 @@
-"""The one sandbox interface every backend (local, docker, bwrap) implements."""
+"""The one sandbox interface every backend (local, docker, bwrap) implements, lifecycle included."""
 
 from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from pytest_mlab.spec.models import Limits, TaskSpec
@@ -80,7 +80,9 @@ class Entry:
 
 
 class Sandbox(abc.ABC):
-    """A workspace plus a place to run commands in it.
+    """A workspace plus a place to run commands in it. The class is the backend: the registry
+    (:mod:`.registry`) asks it, through its class methods, whether it can run here, to open a
+    sandbox and to remove what killed sessions left of its own; each sandbox ends with ``close``.
 
     All ``path`` arguments are workspace-relative strings as an agent wrote them; every backend
     checks them with :func:`pytest_mlab.sandbox.paths.resolve_in_workspace` and raises
@@ -89,6 +91,35 @@ class Sandbox(abc.ABC):
 
     name: str = "abstract"
     python: str = "python"  # the interpreter Execute Script uses inside this sandbox
+    #: What one of the backend's own leftovers is called in messages (docker: "container"); None
+    #: when it leaves nothing beyond the temp folders and cgroups that every clean-up sweeps.
+    leftover_noun: ClassVar[str | None] = None
+
+    # -- the backend's lifecycle ---------------------------------------------------------------
+
+    @classmethod
+    def open(cls, **kwargs: Any) -> "Sandbox":
+        """A new sandbox of this backend; ``kwargs`` go to the constructor, which accepts
+        ``options: SandboxOptions | None`` (the run's limits) in every backend."""
+        return cls(**kwargs)
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """Why this backend cannot run here (what to install), or None when it can."""
+        return None
+
+    @classmethod
+    def leftovers_unreachable(cls) -> str | None:
+        """Why the backend's own leftovers cannot be looked for now (docker: the daemon is down), or None."""
+        return None
+
+    @classmethod
+    def remove_leftovers(cls, *, everything: bool = False) -> list[str]:
+        """Remove the backend's own leftovers whose creating process is gone (``everything``: those
+        of live processes too); the names removed."""
+        return []
+
+    # -- one sandbox -----------------------------------------------------------------------------
 
     @property
     @abc.abstractmethod

@@ -138,6 +138,10 @@ class BwrapSandbox(LocalSandbox):
 
     name = "bwrap"
 
+    @classmethod
+    def unavailable(cls) -> str | None:
+        return unavailable_reason()
+
     def __init__(self, workspace: Path | None = None, *, base_env: dict[str, str] | None = None,
                  options: SandboxOptions | None = None) -> None:
         super().__init__(workspace, base_env=base_env, options=options)

@@ -1,6 +1,10 @@
 """Sandbox backends by name, as ``--sandbox=NAME`` selects them, whether each can run here, and the
 removal of what killed sessions left of them (:func:`remove_leftovers`).
 
+A backend is one class with its whole lifecycle (:class:`~pytest_mlab.sandbox.base.Sandbox`'s
+class methods: open, whether it can run here, its own leftovers; each sandbox's ``close``): the
+registry only names them and asks them, the same questions of every one.
+
 ``auto`` takes the first backend of :data:`AUTO_ORDER` whose probe works, else the local backend,
 which isolates nothing; that fall-back is announced before the session's first run
 (:func:`fallback_notice`), in the terminal summary (:func:`isolation_warning`) and in results.json
@@ -14,7 +18,7 @@ import importlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol
 
 from pytest_mlab.errors import UsageError
 from pytest_mlab.sandbox.base import Sandbox
@@ -23,47 +27,70 @@ if TYPE_CHECKING:
     from pytest_mlab.sandbox.leftovers import Cleanup
 
 
-def _lazy(module: str, attribute: str) -> Callable[..., Any]:
-    """``pytest_mlab.sandbox.<module>.<attribute>``, imported when first called: a backend's module
-    is loaded only when it is used, so a missing docker client cannot break ``--sandbox=local``."""
+class SandboxBackend(Protocol):
+    """What the registry asks of a backend: its whole lifecycle. A built-in backend is a
+    :class:`~pytest_mlab.sandbox.base.Sandbox` class, which has these as class methods; a plugin's
+    may be a :class:`Backend` made of plain callables."""
 
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return getattr(importlib.import_module(f"pytest_mlab.sandbox.{module}"), attribute)(*args, **kwargs)
+    @property
+    def leftover_noun(self) -> str | None: ...
 
-    return call
+    def open(self, **kwargs: Any) -> Sandbox: ...
+
+    def unavailable(self) -> str | None: ...
+
+    def leftovers_unreachable(self) -> str | None: ...
+
+    def remove_leftovers(self, *, everything: bool = False) -> list[str]: ...
 
 
 @dataclass(frozen=True)
 class Leftovers:
-    """What a backend leaves behind beyond temp folders and cgroups when its creator is killed
-    (docker: containers), and their removal."""
+    """What a plugin's backend leaves behind beyond temp folders and cgroups when its creator is
+    killed, and their removal."""
 
     noun: str  # what one of them is called in messages
-    unreachable: Callable[[], str | None]  # why they cannot be looked for now (the daemon is down), or None
+    unreachable: Callable[[], str | None]  # why they cannot be looked for now, or None
     # remove(everything=False): the names removed; those of live processes too with ``everything``
     remove: Callable[..., list[str]]
 
 
 @dataclass(frozen=True)
 class Backend:
-    """How to open one kind of sandbox and how to tell, cheaply and once, whether it works here."""
+    """A plugin's backend made of plain callables: how to open one and how to tell, cheaply and
+    once, whether it works here."""
 
     factory: Callable[..., Sandbox]
     unavailable: Callable[[], str | None]  # None when usable; else why not and what to install
     leftovers: Leftovers | None = None  # None: it leaves nothing of its own
 
+    @property
+    def leftover_noun(self) -> str | None:
+        return self.leftovers.noun if self.leftovers else None
 
-_BACKENDS: dict[str, Backend] = {
-    "local": Backend(_lazy("local", "LocalSandbox"), lambda: None),
-    "bwrap": Backend(_lazy("bwrap", "BwrapSandbox"), _lazy("bwrap", "unavailable_reason")),
-    "docker": Backend(_lazy("docker", "open_docker"), _lazy("docker", "unavailable_reason"),
-                      Leftovers("container", unreachable=_lazy("docker", "unreachable_reason"),
-                                remove=_lazy("docker", "remove_leftovers"))),
+    def open(self, **kwargs: Any) -> Sandbox:
+        return self.factory(**kwargs)
+
+    def leftovers_unreachable(self) -> str | None:
+        return self.leftovers.unreachable() if self.leftovers else None
+
+    def remove_leftovers(self, *, everything: bool = False) -> list[str]:
+        return self.leftovers.remove(everything=everything) if self.leftovers else []
+
+
+#: Every backend by name: the built-in ones as ``module:class``, imported on first use so that a
+#: missing docker SDK cannot break ``--sandbox=local``; plugins' added by :func:`add_backends`.
+_BACKENDS: dict[str, str | SandboxBackend] = {
+    "local": "pytest_mlab.sandbox.local:LocalSandbox",
+    "bwrap": "pytest_mlab.sandbox.bwrap:BwrapSandbox",
+    "docker": "pytest_mlab.sandbox.docker.local_daemon:DockerSandbox",
 }
 
 AUTO = "auto"
-#: What ``--sandbox=auto`` tries, in order; the local backend when none of them works.
+#: What ``--sandbox=auto`` tries, in order, before it falls back.
 AUTO_ORDER: tuple[str, ...] = ("bwrap",)
+#: What ``auto`` falls back to when none of them works: the backend that isolates nothing.
+FALLBACK = "local"
 _BUILT_IN = frozenset((AUTO, *_BACKENDS))
 _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 
@@ -110,11 +137,19 @@ def add_backends(backends: Mapping[str, Backend | Callable[..., Sandbox]]) -> Ca
     return remove
 
 
-def _backend(kind: str) -> Backend:
-    backend = _BACKENDS.get(kind)
-    if backend is None:
+def _check(kind: str) -> None:
+    if kind not in _BACKENDS:
         known = ", ".join(SANDBOX_KINDS)
         raise UsageError(f"--sandbox=NAME: unknown sandbox {kind!r}; choose one of: {known}")
+
+
+def _backend(kind: str) -> SandboxBackend:
+    """The named backend, its module imported on first use."""
+    _check(kind)
+    backend = _BACKENDS[kind]
+    if isinstance(backend, str):
+        module, _, name = backend.partition(":")
+        backend = _BACKENDS[kind] = getattr(importlib.import_module(module), name)
     return backend
 
 
@@ -128,9 +163,9 @@ def sandbox_unavailable(kind: str) -> str | None:
 def resolve_kind(kind: str) -> str:
     """The backend a kind stands for: ``auto`` is the first usable backend of ``AUTO_ORDER``, else local."""
     if kind != AUTO:
-        _backend(kind)
+        _check(kind)
         return kind
-    return next((name for name in AUTO_ORDER if sandbox_unavailable(name) is None), "local")
+    return next((name for name in AUTO_ORDER if sandbox_unavailable(name) is None), FALLBACK)
 
 
 def open_sandbox(kind: str, **kwargs: Any) -> Sandbox:
@@ -138,7 +173,7 @@ def open_sandbox(kind: str, **kwargs: Any) -> Sandbox:
 
     Every backend's constructor accepts ``options: SandboxOptions | None`` (the run's limits).
     """
-    return _backend(resolve_kind(kind)).factory(**kwargs)
+    return _backend(resolve_kind(kind)).open(**kwargs)
 
 
 def remove_leftovers(kinds: str | Iterable[str] | None = None, *, everything: bool = False,
@@ -155,19 +190,21 @@ def remove_leftovers(kinds: str | Iterable[str] | None = None, *, everything: bo
     names = _BACKENDS if kinds is None else [kinds] if isinstance(kinds, str) else kinds
     removed = []
     for name in dict.fromkeys(backend for kind in names for backend in _candidates(kind)):
-        own = _backend(name).leftovers
-        if own is None:
+        backend = _backend(name)
+        noun = backend.leftover_noun
+        if noun is None:
             continue
-        why = own.unreachable() if skip_unreachable else None
-        removed.append(Removed(name, own.noun, [] if why else own.remove(everything=everything), unchecked=why))
+        why = backend.leftovers_unreachable() if skip_unreachable else None
+        removed.append(Removed(name, noun, [] if why else backend.remove_leftovers(everything=everything),
+                               unchecked=why))
     return Cleanup(swept, removed)
 
 
 def _candidates(kind: str) -> tuple[str, ...]:
     """The backends a kind may stand for, without probing which one works (probes cost a process)."""
     if kind == AUTO:
-        return (*AUTO_ORDER, "local")
-    _backend(kind)
+        return (*AUTO_ORDER, FALLBACK)
+    _check(kind)
     return (kind,)
 
 
@@ -178,7 +215,7 @@ def _fallback_reasons() -> str:
 
 def isolation_warning(kind: str, used: Iterable[str]) -> str | None:
     """The one line the terminal summary shows when runs executed agents' code unconfined."""
-    if "local" not in set(used):
+    if FALLBACK not in set(used):
         return None
     if kind == AUTO:
         return (f"WARNING: code run by agents was NOT isolated: --sandbox=auto fell back to the local sandbox "
@@ -189,7 +226,7 @@ def isolation_warning(kind: str, used: Iterable[str]) -> str | None:
 def fallback_notice(kind: str) -> str | None:
     """The notice the top of a session shows when ``auto`` will run agents' code unconfined:
     ``auto`` never picks a weaker sandbox without saying so before the first run."""
-    if kind != AUTO or resolve_kind(kind) != "local":
+    if kind != AUTO or resolve_kind(kind) != FALLBACK:
         return None
     return (f"WARNING: --sandbox=auto found no isolating sandbox, so code run by agents will NOT be isolated: "
             f"it runs with your user's rights, sees your files and your network. Why: {_fallback_reasons()}. "
@@ -201,12 +238,12 @@ def isolation_record(kind: str, used: Iterable[str] = ()) -> dict[str, str]:
     and a note saying whether agents' code was confined and, if not, why. ``used``: the backend
     each run really used (a worker whose own probe failed may have fallen back alone)."""
     resolved = resolve_kind(kind)
-    unconfined = sum(1 for name in used if name == "local")
-    if resolved != "local" and not unconfined:
+    unconfined = sum(1 for name in used if name == FALLBACK)
+    if resolved != FALLBACK and not unconfined:
         note = f"isolated ({resolved})"
     elif kind != AUTO:
         note = "not isolated: --sandbox=local was chosen"
-    elif resolved == "local":
+    elif resolved == FALLBACK:
         note = f"NOT isolated: --sandbox=auto fell back to the local sandbox ({_fallback_reasons()})"
     else:
         note = f"NOT isolated: {unconfined} run(s) fell back to the local sandbox on a worker where {resolved} failed"

@@ -165,7 +165,7 @@ def import_runtime(url: str, workdir: Path) -> None:
         return
     except docker.errors.ImageNotFound:
         pass
-    from pytest_mlab.sandbox.runtime_tarball import import_runtime_image, write_runtime_tarball
+    from pytest_mlab.sandbox.docker.runtime_tarball import import_runtime_image, write_runtime_tarball
 
     tarball = workdir / "runtime.tar"
     if not tarball.exists():

@@ -27,7 +27,8 @@ pytestmark = pytest.mark.skipif(REASON is not None, reason=f"docker cannot run h
 
 
 def mlab_containers(**labels: str) -> list:
-    from pytest_mlab.sandbox.docker import LABEL, connect
+    from pytest_mlab.sandbox.docker.conventions import LABEL
+    from pytest_mlab.sandbox.docker.daemon import connect
 
     filters = [LABEL, *(f"{key}={value}" for key, value in labels.items())]
     return connect().containers.list(all=True, filters={"label": filters}, ignore_removed=True)
@@ -161,7 +162,7 @@ def test_linked_data_moved_by_the_agent_stays_out_of_its_reach(tmp_path):
 def test_the_container_is_labelled_and_removed_at_close():
     box = open_sandbox("docker", options=SandboxOptions(label="labelled-run"))
     box.exec(["/bin/true"], timeout=30, output_limit=100)
-    from pytest_mlab.sandbox.docker import OWNER_LABEL
+    from pytest_mlab.sandbox.docker.conventions import OWNER_LABEL
 
     [container] = mlab_containers(**{"pytest-mlab.run": "labelled-run", OWNER_LABEL: _my_owner()})
     assert container.attrs["HostConfig"]["NetworkMode"] == "none"
@@ -171,7 +172,7 @@ def test_the_container_is_labelled_and_removed_at_close():
 
 
 def _my_owner() -> str:
-    from pytest_mlab.sandbox.docker import owner_label
+    from pytest_mlab.sandbox.owner import owner_label
 
     return owner_label()
 
@@ -189,7 +190,8 @@ def _leave_orphan(label: str) -> None:
 def test_leftovers_of_a_dead_process_are_removed_and_live_ones_kept():
     """A process that dies without closing its sandbox leaves a container; clean-up removes only
     containers whose creator is gone."""
-    from pytest_mlab.sandbox.docker import OWNER_LABEL, remove_leftovers
+    from pytest_mlab.sandbox.docker.conventions import OWNER_LABEL
+    from pytest_mlab.sandbox.docker.leftovers import remove_leftovers
 
     _leave_orphan("orphan-probe")
     assert len(mlab_containers(**{"pytest-mlab.run": "orphan-probe"})) >= 1
@@ -201,14 +203,14 @@ def test_leftovers_of_a_dead_process_are_removed_and_live_ones_kept():
 
 
 def test_the_registry_removes_a_dead_process_container_and_says_when_the_daemon_is_down(monkeypatch):
-    from pytest_mlab.sandbox import docker as backend
+    from pytest_mlab.sandbox.docker import daemon
     from pytest_mlab.sandbox.registry import remove_leftovers
 
     _leave_orphan("registry-probe")
     [removed] = remove_leftovers("docker").backends
     assert removed.kind == "docker" and removed.names and removed.unchecked is None
     assert mlab_containers(**{"pytest-mlab.run": "registry-probe"}) == []
-    monkeypatch.setattr(backend, "_environment_client", backend._environment_client.__wrapped__)
+    monkeypatch.setattr(daemon, "_environment_client", daemon._environment_client.__wrapped__)
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     with pytest.raises(SandboxError, match="daemon is not reachable"):
         remove_leftovers("docker")
@@ -226,18 +228,18 @@ def test_clean_command_removes_a_dead_process_container(capsys):
 
 
 def test_clear_errors_when_the_sdk_the_daemon_or_the_image_is_missing(monkeypatch):
-    from pytest_mlab.sandbox import docker as backend
-    from pytest_mlab.sandbox.docker_image import ensure_image
+    from pytest_mlab.sandbox.docker import daemon
+    from pytest_mlab.sandbox.docker.image import ensure_image
 
     with pytest.raises(SandboxError, match="docker pull no-such/image:0"):
-        ensure_image(backend.connect(), "no-such/image:0")
-    monkeypatch.setattr(backend, "_environment_client", backend._environment_client.__wrapped__)
+        ensure_image(daemon.connect(), "no-such/image:0")
+    monkeypatch.setattr(daemon, "_environment_client", daemon._environment_client.__wrapped__)
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     with pytest.raises(SandboxError, match="daemon is not reachable.*start it"):
-        backend.connect()
+        daemon.connect()
     monkeypatch.setitem(sys.modules, "docker", None)
     with pytest.raises(SandboxError, match=r"pip install docker"):
-        backend.connect()
+        daemon.connect()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -275,7 +277,8 @@ def project(pytester: pytest.Pytester) -> Path:
 
 
 def _containers_of(task: str) -> list:
-    from pytest_mlab.sandbox.docker import LABEL, RUN_LABEL, connect
+    from pytest_mlab.sandbox.docker.conventions import LABEL, RUN_LABEL
+    from pytest_mlab.sandbox.docker.daemon import connect
 
     return [c for c in connect().containers.list(all=True, filters={"label": LABEL}, ignore_removed=True)
             if c.labels.get(RUN_LABEL, "").startswith(f"{task}-") or c.labels.get(RUN_LABEL, "").startswith(f"{task}[")]
@@ -341,7 +344,7 @@ def test_the_smoke_tasks_pass_in_docker(pytester, tmp_path):
     runs = read_results(out.parent, out.name)["runs"]
     assert {run["sandbox"] for run in runs} == {"docker"}
     assert {run["task"] for run in runs} == {"diabetes", "vectorization"}
-    from pytest_mlab.sandbox.docker import RUN_LABEL
+    from pytest_mlab.sandbox.docker.conventions import RUN_LABEL
 
     left = [c.name for c in mlab_containers() if c.labels.get(RUN_LABEL, "").split("[")[0] in
             ("diabetes", "digits", "vectorization")]
@@ -349,8 +352,8 @@ def test_the_smoke_tasks_pass_in_docker(pytester, tmp_path):
 
 
 def test_a_task_dockerfile_is_built_offline_once_and_keeps_the_host_runtime(tmp_path):
-    from pytest_mlab.sandbox.docker import connect
-    from pytest_mlab.sandbox.docker_image import DEFAULT_IMAGE, build_task_image
+    from pytest_mlab.sandbox.docker.daemon import connect
+    from pytest_mlab.sandbox.docker.image import DEFAULT_IMAGE, build_task_image
 
     context = tmp_path / "docker"
     context.mkdir()

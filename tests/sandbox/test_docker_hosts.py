@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_mlab.errors import SandboxError, UsageError
-from pytest_mlab.sandbox import docker_hosts
-from pytest_mlab.sandbox.docker_hosts import (DockerHost, DockerHostWarning, parse_hosts, pick_host, use_pool,
+from pytest_mlab.sandbox.docker import hosts as docker_hosts
+from pytest_mlab.sandbox.docker.hosts import (DockerHost, DockerHostWarning, parse_hosts, pick_host, use_pool,
                                               worker_index)
 from tests.helpers import output_of, run_specs
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_mlab.errors import SandboxError
-from pytest_mlab.sandbox.docker_image import DEFAULT_IMAGE, build_task_image, images_made
+from pytest_mlab.sandbox.docker.image import DEFAULT_IMAGE, build_task_image, images_made
 from pytest_mlab.sandbox.registry import sandbox_unavailable
 
 REASON = sandbox_unavailable("docker")
@@ -33,7 +33,7 @@ def test_the_images_a_build_made_are_its_uncached_steps_past_from():
 @pytest.fixture
 def marker():
     """A label only this test's builds carry; whatever carries it is removed afterwards."""
-    from pytest_mlab.sandbox.docker import connect
+    from pytest_mlab.sandbox.docker.daemon import connect
 
     label = f"pytest-mlab.test-build={uuid.uuid4().hex}"
     yield label
@@ -47,7 +47,7 @@ def marker():
 
 def marked(label: str) -> tuple[set[str], set[str]]:
     """The ids of the containers, and of the untagged images, that carry ``label``."""
-    from pytest_mlab.sandbox.docker import connect
+    from pytest_mlab.sandbox.docker.daemon import connect
 
     client = connect()
     found = client.containers.list(all=True, filters={"label": label}, ignore_removed=True)
@@ -72,7 +72,7 @@ def failing_dockerfile(folder: Path, marker: str) -> Path:
 
 @needs_docker
 def test_a_failed_build_leaves_no_container_or_image_of_its_own(tmp_path, marker):
-    from pytest_mlab.sandbox.docker import connect
+    from pytest_mlab.sandbox.docker.daemon import connect
 
     dockerfile = failing_dockerfile(tmp_path / "docker", marker)
     before = marked(marker)
@@ -83,7 +83,7 @@ def test_a_failed_build_leaves_no_container_or_image_of_its_own(tmp_path, marker
 
 @needs_docker
 def test_a_failed_build_keeps_the_cached_images_it_did_not_make(tmp_path, marker):
-    from pytest_mlab.sandbox.docker import connect
+    from pytest_mlab.sandbox.docker.daemon import connect
 
     client = connect()
     elsewhere = write_dockerfile(tmp_path / "elsewhere", f"LABEL {marker}", "RUN /no/such/program")

@@ -12,8 +12,8 @@ import pytest
 
 from pytest_mlab.errors import HostLost
 from pytest_mlab.sandbox import SandboxOptions, open_sandbox
-from pytest_mlab.sandbox import docker_hosts
-from pytest_mlab.sandbox.docker_hosts import parse_hosts, use_pool
+from pytest_mlab.sandbox.docker import hosts as docker_hosts
+from pytest_mlab.sandbox.docker.hosts import parse_hosts, use_pool
 from pytest_mlab.sandbox.registry import sandbox_unavailable
 from tests.sandbox.docker_daemons import doomed_daemon, runtime_tarball_dir, second_daemon  # noqa: F401
 
@@ -31,7 +31,7 @@ def on_host(monkeypatch):
 
     monkeypatch.setattr(docker_hosts, "_pool", ())
     yield point
-    from pytest_mlab.sandbox.docker import remove_leftovers
+    from pytest_mlab.sandbox.docker.leftovers import remove_leftovers
 
     if docker_hosts.pool() and docker_hosts.host_answers(docker_hosts.pool()[0].client()):
         remove_leftovers()  # the session's data volumes, as its controller removes them at its end
@@ -131,7 +131,7 @@ def test_the_same_data_goes_to_a_host_once(on_host, second_daemon, data):
                 _run(box, "print(len(open('images/0.bin', 'rb').read()))")
                 sent.append(box.data_sent)
     finally:
-        from pytest_mlab.sandbox.docker import remove_leftovers
+        from pytest_mlab.sandbox.docker.leftovers import remove_leftovers
 
         removed = remove_leftovers()
     assert sent[0] >= 4096 and sent[1] == 0
@@ -176,7 +176,7 @@ def test_clean_hosts_removes_what_a_killed_process_left_on_each_host(second_daem
     code = textwrap_dedent(f"""
         import os
         from pathlib import Path
-        from pytest_mlab.sandbox.docker_hosts import parse_hosts, use_pool
+        from pytest_mlab.sandbox.docker.hosts import parse_hosts, use_pool
         from pytest_mlab.sandbox import SandboxOptions, open_sandbox
         use_pool(parse_hosts({second_daemon!r}), None, "killed-session")
         box = open_sandbox("docker", options=SandboxOptions(label="orphan-remote"))

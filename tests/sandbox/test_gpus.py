@@ -372,35 +372,35 @@ class FakeDaemon:
 
 def test_docker_requests_the_assigned_gpus_only(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("docker")
-    from pytest_mlab.sandbox import docker
+    from pytest_mlab.sandbox.docker import gpus as docker_gpus
 
-    monkeypatch.setattr(docker, "_has_gpu", lambda client, remote: True)
+    monkeypatch.setattr(docker_gpus, "_has_gpu", lambda client, remote: True)
     daemon = FakeDaemon({"nvidia": {}})
-    (request,) = docker.device_requests(daemon, SandboxOptions(gpus=("1", "3")))
+    (request,) = docker_gpus.device_requests(daemon, SandboxOptions(gpus=("1", "3")))
     assert (request["DeviceIDs"], request["Capabilities"], request["Count"]) == (["1", "3"], [["gpu"]], 0)
-    assert docker.device_requests(daemon, SandboxOptions(gpus=(), gpu=True)) == []
-    (every,) = docker.device_requests(daemon, SandboxOptions(gpu=True))  # no assignment: as before, every GPU
+    assert docker_gpus.device_requests(daemon, SandboxOptions(gpus=(), gpu=True)) == []
+    (every,) = docker_gpus.device_requests(daemon, SandboxOptions(gpu=True))  # no assignment: as before, every GPU
     assert every["Count"] == -1
 
 
 def test_docker_without_gpu_support_fails_a_task_that_needs_one(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("docker")
-    from pytest_mlab.sandbox import docker
+    from pytest_mlab.sandbox.docker import gpus as docker_gpus
 
-    monkeypatch.setattr(docker, "_has_gpu", lambda client, remote: False)
+    monkeypatch.setattr(docker_gpus, "_has_gpu", lambda client, remote: False)
     daemon = FakeDaemon({"runc": {}})
-    assert docker.device_requests(daemon, SandboxOptions(gpus=("0",))) == []  # runs on the CPU
+    assert docker_gpus.device_requests(daemon, SandboxOptions(gpus=("0",))) == []  # runs on the CPU
     with pytest.raises(SandboxError, match="t\\[mini\\] needs a GPU, but docker here cannot pass one into a "
                                            "container .*install the NVIDIA Container Toolkit"):
-        docker.device_requests(daemon, SandboxOptions(gpus=("0",), gpu=True, label="t[mini]"))
+        docker_gpus.device_requests(daemon, SandboxOptions(gpus=("0",), gpu=True, label="t[mini]"))
 
 
 @pytest.mark.skipif(sandbox_unavailable("docker") is not None, reason="docker cannot run here")
 def test_the_daemon_gets_the_device_request(monkeypatch: pytest.MonkeyPatch) -> None:
     """No GPU here, so the daemon refuses a container asking for GPU 0: proof the request reached it."""
-    from pytest_mlab.sandbox import docker
+    from pytest_mlab.sandbox.docker import gpus as docker_gpus
 
-    monkeypatch.setattr(docker, "_has_gpu", lambda client, remote: True)
+    monkeypatch.setattr(docker_gpus, "_has_gpu", lambda client, remote: True)
     with open_sandbox("docker", options=SandboxOptions(gpus=("0",), label="gpu-request")) as box:
         with pytest.raises(SandboxError, match="cannot start a docker container .*(gpu|device)"):
             box.exec(["true"], timeout=30, output_limit=1000)
@@ -457,12 +457,13 @@ def test_a_remote_docker_host_shares_out_its_own_gpus(tmp_path: Path, monkeypatc
     """Runs on a remote host lease that host's GPUs (listed there), in a folder of its own; a
     controller without GPUs drives it, and --mlab-gpus=none still means none."""
     from pytest_mlab import runner
-    from pytest_mlab.sandbox import docker, docker_hosts
+    from pytest_mlab.sandbox.docker import gpus as docker_gpus
+    from pytest_mlab.sandbox.docker import hosts as docker_hosts
     from pytest_mlab.trace.progress import RunStatus
 
     remote = docker_hosts.DockerHost("tcp://gpu-box:2376")
     monkeypatch.setattr(docker_hosts, "current_host", lambda: remote)
-    monkeypatch.setattr(docker, "host_gpus", lambda host: ("0", "1") if host == remote else ())
+    monkeypatch.setattr(docker_gpus, "host_gpus", lambda host: ("0", "1") if host == remote else ())
     session = pool(tmp_path / ".gpus" / "controller", None)  # auto, and this machine has no GPU
     first = SimpleNamespace(run_id="t[mini-a-s0]", needs_gpu=True, sandbox="docker")
     second = SimpleNamespace(run_id="t[mini-a-s1]", needs_gpu=True, sandbox="docker")
@@ -481,18 +482,18 @@ def test_a_remote_docker_host_shares_out_its_own_gpus(tmp_path: Path, monkeypatc
 
 def test_a_remote_host_without_nvidia_runtime_lists_no_gpu(monkeypatch) -> None:
     pytest.importorskip("docker")
-    from pytest_mlab.sandbox import docker
-    from pytest_mlab.sandbox.docker_hosts import DockerHost
+    from pytest_mlab.sandbox.docker import gpus as docker_gpus
+    from pytest_mlab.sandbox.docker.hosts import DockerHost
 
     monkeypatch.setattr(DockerHost, "client", lambda self: FakeDaemon({"runc": {}}))
-    docker.host_gpus.cache_clear()
-    assert docker.host_gpus(DockerHost("tcp://cpu-box:2376")) == ()
+    docker_gpus.host_gpus.cache_clear()
+    assert docker_gpus.host_gpus(DockerHost("tcp://cpu-box:2376")) == ()
 
 
 def test_a_remote_hosts_gpus_are_listed_by_its_own_nvidia_smi(monkeypatch) -> None:
     pytest.importorskip("docker")
-    from pytest_mlab.sandbox import docker
-    from pytest_mlab.sandbox.docker_hosts import DockerHost
+    from pytest_mlab.sandbox.docker import gpus as docker_gpus
+    from pytest_mlab.sandbox.docker.hosts import DockerHost
 
     calls = []
 
@@ -504,11 +505,11 @@ def test_a_remote_hosts_gpus_are_listed_by_its_own_nvidia_smi(monkeypatch) -> No
     daemon = FakeDaemon({"nvidia": {}})
     daemon.containers = Containers()
     monkeypatch.setattr(DockerHost, "client", lambda self: daemon)
-    docker.host_gpus.cache_clear()
+    docker_gpus.host_gpus.cache_clear()
     try:
-        assert docker.host_gpus(DockerHost("tcp://gpu-box:2376")) == ("0", "1")
+        assert docker_gpus.host_gpus(DockerHost("tcp://gpu-box:2376")) == ("0", "1")
     finally:
-        docker.host_gpus.cache_clear()
+        docker_gpus.host_gpus.cache_clear()
     (image, command, options), = calls
     assert command[0] == "nvidia-smi" and options["network_mode"] == "none" and options["remove"]
     assert options["device_requests"][0]["Capabilities"] == [["gpu", "utility"]]

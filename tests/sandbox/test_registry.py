@@ -10,6 +10,7 @@ import pytest
 from pytest_mlab.errors import SandboxError
 from pytest_mlab.sandbox import leftovers, registry
 from pytest_mlab.sandbox.leftovers import Swept
+from pytest_mlab.sandbox.local import LocalSandbox
 from pytest_mlab.sandbox.registry import Backend, Leftovers, remove_leftovers
 
 
@@ -38,10 +39,20 @@ def swept(monkeypatch) -> Swept:
 
 
 def install(monkeypatch, fake: FakeLeftovers) -> None:
-    """``fake`` stands for docker's containers."""
-    docker = registry._BACKENDS["docker"]
-    monkeypatch.setitem(registry._BACKENDS, "docker", Backend(docker.factory, docker.unavailable,
-                                                              Leftovers("widget", fake.unreachable, fake.remove)))
+    """``fake`` stands for docker's containers: a backend class whose own clean-up is the fake's."""
+
+    class Widgets(LocalSandbox):
+        leftover_noun = "widget"
+
+        @classmethod
+        def leftovers_unreachable(cls) -> str | None:
+            return fake.unreachable()
+
+        @classmethod
+        def remove_leftovers(cls, *, everything: bool = False) -> list[str]:
+            return fake.remove(everything=everything)
+
+    monkeypatch.setitem(registry._BACKENDS, "docker", Widgets)
 
 
 def test_every_backend_is_cleaned_and_the_report_reads_as_before(monkeypatch, swept):
@@ -78,3 +89,14 @@ def test_nothing_removed_reads_without_a_colon(monkeypatch, swept):
     monkeypatch.setattr(fake, "remove", lambda *, everything=False: [])
     install(monkeypatch, fake)
     assert remove_leftovers("docker").lines()[-1] == "removed 0 widget(s)"
+
+
+def test_a_plugins_backend_made_of_callables_is_cleaned_the_same_way(monkeypatch, swept):
+    fake = FakeLeftovers()
+    remove = registry.add_backends({"widgets": Backend(LocalSandbox, lambda: None,
+                                                       Leftovers("widget", fake.unreachable, fake.remove))})
+    try:
+        assert remove_leftovers("widgets", everything=True).lines()[-1] == "removed 2 widget(s): orphan-1, orphan-2"
+        assert fake.calls == [True]
+    finally:
+        remove()

@@ -17,10 +17,11 @@ from typing import Iterator
 
 import pytest
 
-from pytest_mlab.sandbox.docker import SANDBOX_UID
+from pytest_mlab.sandbox.docker.conventions import SANDBOX_UID
+from pytest_mlab.sandbox.docker.rootfs import Layout, ldd_closure, parse_ldd
+from pytest_mlab.sandbox.docker.runtime_tarball import (PYTHON_LINK, TOOLS, import_error, import_runtime_image,
+                                                        write_layout, write_runtime_tarball)
 from pytest_mlab.sandbox.registry import sandbox_unavailable
-from pytest_mlab.sandbox.runtime_tarball import (PYTHON_LINK, TOOLS, Layout, import_error, import_runtime_image,
-                                                 ldd_closure, parse_ldd, write_layout, write_runtime_tarball)
 
 REASON = sandbox_unavailable("docker")
 needs_docker = pytest.mark.skipif(REASON is not None, reason=f"docker cannot run here: {REASON}")
@@ -157,7 +158,7 @@ def test_a_failure_inside_the_import_stream_is_found():
 def test_the_imported_image_runs_python_and_the_shell_as_the_sandbox_user(tarball):
     from docker.types import Mount
 
-    from pytest_mlab.sandbox.docker import connect
+    from pytest_mlab.sandbox.docker.daemon import connect
 
     client = connect()
     tag = f"pytest-mlab/runtime-test:{uuid.uuid4().hex[:12]}"

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from pytest_mlab.errors import SandboxError
-from pytest_mlab.sandbox.docker_hosts import DockerHost, host_lock
+from pytest_mlab.sandbox.docker.hosts import DockerHost, host_lock
 
 #: The locally built image every container uses unless another one is named.
 DEFAULT_IMAGE = "pytest-mlab/host-runtime:1"
@@ -159,6 +159,23 @@ def ensure_image(client: Any, image: str) -> None:
     except (APIError, ImageNotFound) as exc:
         raise SandboxError(f"cannot create the default docker image {image!r} (an empty root filesystem "
                            f"imported locally): {getattr(exc, 'explanation', None) or exc}") from exc
+
+
+def require_image(client: Any, image: str, host: str) -> None:
+    """Make sure ``image`` is on the remote ``host`` already: nothing is built there, and a missing
+    one is a SandboxError saying how to put it there."""
+    from docker.errors import APIError, ImageNotFound
+
+    try:
+        client.images.get(image)
+    except ImageNotFound:
+        hint = (f"import one made from this machine's Python (pytest-mlab image tarball runtime.tar; "
+                f"pytest-mlab image import runtime.tar --hosts {host}) or build docker/runtime.Dockerfile there"
+                if image == RUNTIME_IMAGE else f"build or load it there (docker -H {host} load, or pull)")
+        raise SandboxError(f"the docker image {image!r} is not on the host {host}: {hint}; see docs/docker-images.md") \
+            from None
+    except APIError as exc:
+        raise SandboxError(f"cannot look up the docker image {image!r} on {host}: {exc.explanation or exc}") from exc
 
 
 def host_runtime_binds() -> list[str]:

@@ -3,7 +3,8 @@
 Nothing is bind-mounted. The harness keeps its host folder of the workspace (file actions,
 snapshots and grading read it, exactly as with a local daemon); the container holds its own copy
 at the same path, on an anonymous volume mounted at /tmp (removed with the container), owned by
-the sandbox user. Around every command the two are brought level through the archive API:
+the sandbox user. Around every command the two are brought level through the archive API
+(:mod:`.archive`):
 
 - **in**: what the harness changed in its folder since the last command (by lstat stamp), one
   tar through ``put_archive``; what it deleted, deleted there.
@@ -15,17 +16,12 @@ the sandbox user. Around every command the two are brought level through the arc
   through a hard-linked data file. A listing that fails (an unreadable folder) falls back to the
   whole archive, which the daemon reads with full rights.
 
-Read-only data (what the runner links from the data cache) is sent to each host once per content:
-a named volume ``mlab-data-<digest>`` holding the files, filled under a lock so concurrent workers
-send it once, and mounted read-only at /mlab/data in every container of that host; the workspace
-holds symbolic links to it. Data volumes carry the session's id and are removed when no container
-uses them and their session is over (``pytest-mlab clean``, the next session, the session's end).
+Read-only data (what the runner links from the data cache) is sent to each host once per content
+and mounted read-only at /mlab/data (:mod:`.data_volumes`); the workspace holds symbolic links to it.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import io
 import json
 import os
@@ -38,18 +34,14 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any, Iterable
 
 from pytest_mlab.errors import SandboxError
-from pytest_mlab.sandbox.docker import (_KILL_ALL, _READ_CPU, HOME, LABEL, OWNER_LABEL, SANDBOX_UID, DockerSandbox,
-                                        _stats_cpu_seconds, cgroup_cpu_seconds)
-from pytest_mlab.sandbox.docker_hosts import host_lock, session
-from pytest_mlab.sandbox.docker_image import RUNTIME_IMAGE, build_task_image, uses_host_runtime
-from pytest_mlab.sandbox.owner import owner_label
+from pytest_mlab.sandbox.docker.archive import ChunkReader, host_stamps, member, no_follow, workspace_path
+from pytest_mlab.sandbox.docker.container import KILL_ALL, ContainerSandbox
+from pytest_mlab.sandbox.docker.conventions import HOME
+from pytest_mlab.sandbox.docker.cpu import READ_CPU, cgroup_cpu_seconds, stats_cpu_seconds
+from pytest_mlab.sandbox.docker.data_volumes import DATA_MOUNT, ensure_data_volume
+from pytest_mlab.sandbox.docker.image import RUNTIME_IMAGE, build_task_image, require_image, uses_host_runtime
 from pytest_mlab.sandbox.workspace import remove_tree
 
-DATA_MOUNT = "/mlab/data"
-DATA_VOLUME_PREFIX = "mlab-data-"
-DATA_LABEL = "pytest-mlab.data"  # the content digest
-SESSION_LABEL = "pytest-mlab.session"
-COMPLETE = ".mlab-complete"  # written last into a data volume: it was filled to the end
 FEW = 32  # changed files fetched one by one; more and the whole workspace comes in one archive
 SPOOL = 64 << 20  # archives up to this size are built in memory, larger ones in a temp file
 _LISTER = r"""
@@ -86,7 +78,7 @@ json.dump({"entries": out, "errors": errors, "cpu": cpu}, sys.stdout)
 """
 
 
-class RemoteDockerSandbox(DockerSandbox):
+class RemoteDockerSandbox(ContainerSandbox):
     """A docker sandbox whose daemon may be on another machine: the workspace moves by archive.
 
     Every ``docker exec`` costs a round trip, so the CPU counter is read by scripts that run
@@ -94,7 +86,7 @@ class RemoteDockerSandbox(DockerSandbox):
     command's "before": nothing runs in the container in between, archives are the daemon's work).
     """
 
-    kill_script = f"{_KILL_ALL}; {_READ_CPU}"
+    kill_script = f"{KILL_ALL}; {READ_CPU}"
 
     def __init__(self, workspace: Path | None = None, **kwargs: Any) -> None:
         self._data: dict[str, Path] = {}  # workspace path -> cache file, for what the runner links
@@ -111,7 +103,7 @@ class RemoteDockerSandbox(DockerSandbox):
         if image is None and self.options.image is None and self.options.dockerfile is not None:
             image = build_task_image(self._client, self.options.dockerfile, host=self.host)
         chosen = image or self.options.image or RUNTIME_IMAGE
-        _require_image(self._client, chosen, self.host.name)
+        require_image(self._client, chosen, self.host.name)
         if uses_host_runtime(self._client, chosen):
             raise SandboxError(
                 f"the image {chosen!r} borrows the harness's own Python through bind mounts, which the remote "
@@ -132,7 +124,7 @@ class RemoteDockerSandbox(DockerSandbox):
 
     def _ensure_container(self) -> Any:
         if self._container is None and self._data:
-            self._data_volume, self.data_sent = ensure_data_volume(self, self._data)
+            self._data_volume, self.data_sent = ensure_data_volume(self._client, self.host, self.image, self._data)
         return super()._ensure_container()
 
     def _before_start(self, container: Any) -> None:
@@ -141,7 +133,7 @@ class RemoteDockerSandbox(DockerSandbox):
         archive = io.BytesIO()
         with tarfile.open(fileobj=archive, mode="w", format=tarfile.PAX_FORMAT) as tar:
             for folder in folders:
-                tar.addfile(_member(PurePosixPath(folder).relative_to("/tmp").as_posix(), tarfile.DIRTYPE, 0o755))
+                tar.addfile(member(PurePosixPath(folder).relative_to("/tmp").as_posix(), tarfile.DIRTYPE, 0o755))
         if not container.put_archive("/tmp", archive.getvalue()):
             raise SandboxError(f"cannot create the workspace in a container on {self.host.name}")
 
@@ -194,12 +186,12 @@ class RemoteDockerSandbox(DockerSandbox):
         elif self._cpu_before is not None:
             seconds, self._cpu_before = self._cpu_before, None
             return seconds
-        seconds = cgroup_cpu_seconds((self._run_as_user(_READ_CPU) or b"").decode(errors="replace"))
-        return seconds if seconds is not None else _stats_cpu_seconds(container)
+        seconds = cgroup_cpu_seconds((self._run_as_user(READ_CPU) or b"").decode(errors="replace"))
+        return seconds if seconds is not None else stats_cpu_seconds(container)
 
     def _push(self, container: Any) -> None:
         """Send what the harness changed in its folder since the container last saw it."""
-        current = _host_stamps(self.workspace)
+        current = host_stamps(self.workspace)
         changed = sorted(rel for rel, stamp in current.items() if self._pushed.get(rel) != stamp)
         gone = sorted(rel for rel in self._pushed if rel not in current)
         if gone:
@@ -222,20 +214,20 @@ class RemoteDockerSandbox(DockerSandbox):
         except OSError:
             return
         if stat.S_ISDIR(info.st_mode):
-            tar.addfile(_member(rel, tarfile.DIRTYPE, info.st_mode & 0o777 | 0o700, info.st_mtime))
+            tar.addfile(member(rel, tarfile.DIRTYPE, info.st_mode & 0o777 | 0o700, info.st_mtime))
         elif stat.S_ISLNK(info.st_mode):
-            tar.addfile(_member(rel, tarfile.SYMTYPE, 0o777, info.st_mtime, link=os.readlink(path)))
+            tar.addfile(member(rel, tarfile.SYMTYPE, 0o777, info.st_mtime, link=os.readlink(path)))
         elif stat.S_ISREG(info.st_mode):
             if self._is_data(rel, info):
-                tar.addfile(_member(rel, tarfile.SYMTYPE, 0o777, info.st_mtime, link=f"{DATA_MOUNT}/{rel}"))
+                tar.addfile(member(rel, tarfile.SYMTYPE, 0o777, info.st_mtime, link=f"{DATA_MOUNT}/{rel}"))
                 return
             try:
-                handle = open(path, "rb", opener=_no_follow)
+                handle = open(path, "rb", opener=no_follow)
             except OSError:
                 return
             with handle:
                 size = os.fstat(handle.fileno()).st_size
-                tar.addfile(_member(rel, tarfile.REGTYPE, info.st_mode & 0o777 | 0o600, info.st_mtime, size=size),
+                tar.addfile(member(rel, tarfile.REGTYPE, info.st_mode & 0o777 | 0o600, info.st_mtime, size=size),
                             handle)
 
     def _remove_in_container(self, container: Any, paths: list[str]) -> None:
@@ -268,14 +260,14 @@ class RemoteDockerSandbox(DockerSandbox):
             for rel in files:
                 self._fetch(container, rel, {rel})
         self._listing = listing
-        self._pushed = _host_stamps(self.workspace)
+        self._pushed = host_stamps(self.workspace)
 
     def _pull_everything(self, container: Any) -> None:
         """No listing: take the whole workspace, and drop what the archive does not hold."""
         seen = self._fetch(container, ".", None)
-        self._delete_on_host([rel for rel in _host_stamps(self.workspace) if rel not in seen])
+        self._delete_on_host([rel for rel in host_stamps(self.workspace) if rel not in seen])
         self._listing = {}
-        self._pushed = _host_stamps(self.workspace)
+        self._pushed = host_stamps(self.workspace)
 
     def _list_container(self, container: Any) -> dict[str, list[Any]] | None:
         from docker.errors import DockerException
@@ -307,9 +299,9 @@ class RemoteDockerSandbox(DockerSandbox):
             return set()  # gone since the listing: the next listing says so
         base = posixpath.dirname(rel) if rel != "." else None
         seen: set[str] = set()
-        with tarfile.open(fileobj=_ChunkReader(stream), mode="r|") as tar:
+        with tarfile.open(fileobj=ChunkReader(stream), mode="r|") as tar:
             for member in tar:
-                name = _relative(member.name, base)
+                name = workspace_path(member.name, base)
                 if name is None:
                     continue
                 seen.add(name)
@@ -322,7 +314,7 @@ class RemoteDockerSandbox(DockerSandbox):
                 elif member.isfile():
                     self._place_file(name, tar.extractfile(member), member)
                 elif member.islnk():  # a second name of a file the archive held earlier: a copy here
-                    self._place_copy(name, _relative(member.linkname, base), member)
+                    self._place_copy(name, workspace_path(member.linkname, base), member)
         return seen
 
     # -- the host folder ---------------------------------------------------------------------------
@@ -385,7 +377,7 @@ class RemoteDockerSandbox(DockerSandbox):
         origin = self._host_parent(source) if source else None
         if origin is None or not os.path.isfile(origin) or os.path.islink(origin):
             return
-        with open(origin, "rb", opener=_no_follow) as content:
+        with open(origin, "rb", opener=no_follow) as content:
             self._place_file(rel, content, member)
 
     def _delete_on_host(self, paths: Iterable[str]) -> None:
@@ -393,212 +385,3 @@ class RemoteDockerSandbox(DockerSandbox):
             path = self._host_parent(rel)
             if path is not None and os.path.lexists(path):
                 self._clear(path)
-
-
-# -------------------------------------------------------------------------------------------------
-# Data volumes
-
-
-def ensure_data_volume(sandbox: RemoteDockerSandbox, files: dict[str, Path]) -> tuple[str, int]:
-    """The name of the volume holding ``files`` on the sandbox's host, and the bytes sent to fill
-    it (0 when it was there already)."""
-    from docker.errors import DockerException, NotFound
-
-    client, digest = sandbox._client, data_digest(files)
-    name = f"{DATA_VOLUME_PREFIX}{digest[:32]}"
-    with host_lock(sandbox.host, name):
-        try:
-            volume = client.volumes.get(name)
-            if volume.attrs.get("Labels", {}).get(DATA_LABEL) == digest and _filled(client, sandbox.image, name):
-                return name, 0
-            volume.remove(force=True)  # made by docker itself, or half filled by a killed worker
-        except NotFound:
-            pass
-        except DockerException as exc:
-            raise SandboxError(f"cannot check the data volume {name} on {sandbox.host.name}: {exc}") from exc
-        labels = {LABEL: "1", DATA_LABEL: digest, SESSION_LABEL: session(), OWNER_LABEL: owner_label()}
-        try:
-            client.volumes.create(name, labels=labels)
-            sent = _fill(client, sandbox.image, name, files)
-        except DockerException as exc:
-            raise SandboxError(f"cannot send the task's data to {sandbox.host.name}: {exc}") from exc
-    return name, sent
-
-
-def _filled(client: Any, image: str, volume: str) -> bool:
-    from docker.errors import NotFound
-
-    with _volume_holder(client, image, volume) as holder:
-        try:
-            holder.get_archive(f"{DATA_MOUNT}/{COMPLETE}")
-        except NotFound:
-            return False
-    return True
-
-
-def _fill(client: Any, image: str, volume: str, files: dict[str, Path]) -> int:
-    """Send the files, then the mark that says the volume is complete; the bytes sent."""
-    sent = 0
-    with _volume_holder(client, image, volume) as holder, tempfile.TemporaryFile() as archive:
-        with tarfile.open(fileobj=archive, mode="w", format=tarfile.PAX_FORMAT) as tar:
-            folders: set[str] = set()
-            for rel, source in sorted(files.items()):
-                for parent in reversed(PurePosixPath(rel).parents[:-1] if "/" in rel else []):
-                    if parent.as_posix() not in folders:
-                        folders.add(parent.as_posix())
-                        tar.addfile(_member(parent.as_posix(), tarfile.DIRTYPE, 0o755, uid=0))
-                with open(source, "rb") as handle:
-                    size = os.fstat(handle.fileno()).st_size
-                    tar.addfile(_member(rel, tarfile.REGTYPE, 0o444, source.stat().st_mtime, size=size, uid=0), handle)
-                    sent += size
-        archive.seek(0)
-        if not holder.put_archive(DATA_MOUNT, archive):
-            raise SandboxError("the daemon refused the data archive")
-        mark = io.BytesIO()
-        with tarfile.open(fileobj=mark, mode="w") as tar:
-            tar.addfile(_member(COMPLETE, tarfile.REGTYPE, 0o444, size=0, uid=0), io.BytesIO())
-        holder.put_archive(DATA_MOUNT, mark.getvalue())
-    return sent
-
-
-class _volume_holder:
-    """A container that is never started, only there to reach a volume through the archive API."""
-
-    def __init__(self, client: Any, image: str, volume: str) -> None:
-        self.client, self.image, self.volume, self.container = client, image, volume, None
-
-    def __enter__(self) -> Any:
-        from docker.types import Mount
-
-        self.container = self.client.containers.create(
-            self.image, ["true"], network_mode="none", labels={LABEL: "1", OWNER_LABEL: owner_label()},
-            mounts=[Mount(DATA_MOUNT, self.volume, type="volume")])
-        return self.container
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            self.container.remove(force=True)
-        except Exception:  # swept with the other leftovers
-            pass
-
-
-@functools.lru_cache(maxsize=4096)
-def _file_digest(path: str, size: int, mtime_ns: int, inode: int) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def data_digest(files: dict[str, Path]) -> str:
-    """The digest of the data's content and layout: the same data gets the same volume on a host,
-    whichever task or worker sends it. Each file is hashed once per process."""
-    digest = hashlib.sha256()
-    for rel, source in sorted(files.items()):
-        info = source.stat()
-        digest.update(f"{rel}\0{_file_digest(str(source), info.st_size, info.st_mtime_ns, info.st_ino)}\0".encode())
-    return digest.hexdigest()
-
-
-def remove_data_volumes(client: Any, *, everything: bool = False) -> list[str]:
-    """Remove the data volumes no container uses that belong to this session (its controller
-    sweeps at its start and end) or whose creator is gone (any not in use with ``everything``):
-    one in use, or of another session still running here, stays."""
-    from docker.errors import APIError, NotFound
-
-    from pytest_mlab.sandbox.owner import owner_gone
-
-    removed = []
-    for volume in client.volumes.list(filters={"label": DATA_LABEL}):
-        labels = volume.attrs.get("Labels") or {}
-        mine = bool(session()) and labels.get(SESSION_LABEL) == session()
-        if not (everything or mine or owner_gone(labels.get(OWNER_LABEL, ""))):
-            continue
-        try:
-            volume.remove()
-        except NotFound:
-            continue
-        except APIError:  # a container uses it: not a leftover
-            continue
-        removed.append(volume.name)
-    return removed
-
-
-# -------------------------------------------------------------------------------------------------
-# Small pieces
-
-
-def _member(name: str, kind: bytes, mode: int, mtime: float = 0, *, link: str = "", size: int = 0,
-            uid: int = SANDBOX_UID) -> tarfile.TarInfo:
-    member = tarfile.TarInfo(name)
-    member.type, member.mode, member.mtime, member.linkname, member.size = kind, mode, int(mtime), link, size
-    member.uid = member.gid = uid
-    return member
-
-
-def _host_stamps(root: Path) -> dict[str, tuple[int, ...]]:
-    """Every entry of the host folder (links not followed) with what changes when it is rewritten."""
-    stamps = {}
-    for folder, dirnames, filenames in os.walk(root):
-        for name in (*dirnames, *filenames):
-            path = os.path.join(folder, name)
-            try:
-                info = os.lstat(path)
-            except OSError:
-                continue
-            rel = os.path.relpath(path, root).replace(os.sep, "/")
-            stamps[rel] = (info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
-    return stamps
-
-
-def _relative(name: str, base: str | None) -> str | None:
-    """A member's workspace path: the archive names the fetched folder or file first; nothing may
-    climb out."""
-    parts = PurePosixPath(name).parts
-    if not parts or parts[0] in ("/", "..") or ".." in parts:
-        return None
-    inner = parts[1:]  # below the fetched folder, or the fetched file's own name
-    if base is None:
-        return "/".join(inner) if inner else None
-    rel = "/".join(parts)
-    return posixpath.join(base, rel) if base else rel
-
-
-def _no_follow(path: str, flags: int) -> int:
-    return os.open(path, flags | os.O_NOFOLLOW)
-
-
-def _require_image(client: Any, image: str, host: str) -> None:
-    from docker.errors import APIError, ImageNotFound
-
-    try:
-        client.images.get(image)
-    except ImageNotFound:
-        hint = (f"import one made from this machine's Python (pytest-mlab image tarball runtime.tar; "
-                f"pytest-mlab image import runtime.tar --hosts {host}) or build docker/runtime.Dockerfile there"
-                if image == RUNTIME_IMAGE else f"build or load it there (docker -H {host} load, or pull)")
-        raise SandboxError(f"the docker image {image!r} is not on the host {host}: {hint}; see docs/docker-images.md") \
-            from None
-    except APIError as exc:
-        raise SandboxError(f"cannot look up the docker image {image!r} on {host}: {exc.explanation or exc}") from exc
-
-
-class _ChunkReader(io.RawIOBase):
-    """A file over the chunks ``get_archive`` yields, so tarfile streams without holding it all."""
-
-    def __init__(self, chunks: Iterable[bytes]) -> None:
-        self._chunks, self._left = iter(chunks), b""
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        while not self._left:
-            try:
-                self._left = next(self._chunks)
-            except StopIteration:
-                return 0
-        size = min(len(buffer), len(self._left))
-        buffer[:size], self._left = self._left[:size], self._left[size:]
-        return size

@@ -6,7 +6,7 @@ docker's own client reads them) or ``ssh://USER@HOST`` (through the ``ssh`` prog
 pool, the daemon is the environment's (``DOCKER_HOST``, else the local socket).
 
 A daemon reached over ``tcp://`` or ``ssh://`` is *remote*: it shares no file system with the
-harness, so its sandboxes bind-mount nothing (see :mod:`.docker_remote`). Each worker takes one
+harness, so its sandboxes bind-mount nothing (see :mod:`.remote`). Each worker takes one
 host of the pool for its whole life: the worker's index picks it, round robin over the hosts
 that answer a ping, so workers spread evenly; a host that does not answer is skipped with a
 warning, and the pool fails only when no host answers. The host is recorded with every run.

@@ -1,0 +1,74 @@
+"""The tar pieces that move a workspace to and from a remote container through the archive API."""
+
+from __future__ import annotations
+
+import io
+import os
+import posixpath
+import tarfile
+from pathlib import Path, PurePosixPath
+from typing import Any, Iterable
+
+from pytest_mlab.sandbox.docker.conventions import SANDBOX_UID
+
+
+def member(name: str, kind: bytes, mode: int, mtime: float = 0, *, link: str = "", size: int = 0,
+           uid: int = SANDBOX_UID) -> tarfile.TarInfo:
+    """One archive member, owned by ``uid`` (the sandbox user unless said otherwise)."""
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.mtime, info.linkname, info.size = kind, mode, int(mtime), link, size
+    info.uid = info.gid = uid
+    return info
+
+
+def host_stamps(root: Path) -> dict[str, tuple[int, ...]]:
+    """Every entry of the host folder (links not followed) with what changes when it is rewritten."""
+    stamps = {}
+    for folder, dirnames, filenames in os.walk(root):
+        for name in (*dirnames, *filenames):
+            path = os.path.join(folder, name)
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            rel = os.path.relpath(path, root).replace(os.sep, "/")
+            stamps[rel] = (info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+    return stamps
+
+
+def workspace_path(name: str, base: str | None) -> str | None:
+    """A member's workspace path: the archive names the fetched folder or file first; nothing may
+    climb out."""
+    parts = PurePosixPath(name).parts
+    if not parts or parts[0] in ("/", "..") or ".." in parts:
+        return None
+    inner = parts[1:]  # below the fetched folder, or the fetched file's own name
+    if base is None:
+        return "/".join(inner) if inner else None
+    rel = "/".join(parts)
+    return posixpath.join(base, rel) if base else rel
+
+
+def no_follow(path: str, flags: int) -> int:
+    """An ``opener`` that never follows a link the container made."""
+    return os.open(path, flags | os.O_NOFOLLOW)
+
+
+class ChunkReader(io.RawIOBase):
+    """A file over the chunks ``get_archive`` yields, so tarfile streams without holding it all."""
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self._chunks, self._left = iter(chunks), b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._left:
+            try:
+                self._left = next(self._chunks)
+            except StopIteration:
+                return 0
+        size = min(len(buffer), len(self._left))
+        buffer[:size], self._left = self._left[:size], self._left[size:]
+        return size
