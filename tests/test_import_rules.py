@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pytest_mlab"
@@ -21,6 +22,7 @@ ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "outcomes": set(),
     "lazy": set(),
+    "in_sandbox": set(),
     "spec": {"errors", "outcomes"},
     "trace": {"errors", "outcomes", "spec"},
     "sandbox": {"errors", "outcomes", "spec"},
@@ -28,9 +30,9 @@ ALLOWED: dict[str, set[str]] = {
     "data": {"errors", "spec", "task_code", "sandbox"},
     "llm": {"errors", "outcomes", "spec", "trace"},
     "env": {"errors", "outcomes", "spec", "trace", "sandbox", "llm"},
-    "actions": {"errors", "outcomes", "spec", "trace", "sandbox", "llm", "env"},
+    "actions": {"errors", "outcomes", "spec", "trace", "sandbox", "llm", "env", "in_sandbox"},
     "agents": {"errors", "outcomes", "spec", "trace", "llm", "env", "actions"},
-    "grading": {"errors", "outcomes", "spec", "trace", "sandbox", "task_code", "data"},
+    "grading": {"errors", "outcomes", "spec", "trace", "sandbox", "task_code", "data", "in_sandbox"},
     "results": {"errors", "outcomes", "spec", "trace"},
     "runner": {"errors", "outcomes", "spec", "trace", "sandbox", "task_code", "data", "llm", "env", "actions",
                "agents", "grading", "results"},
@@ -40,6 +42,9 @@ ALLOWED: dict[str, set[str]] = {
                "agents", "grading", "results", "runner"},
 }
 PYTEST_GLUE = {"plugin"}
+#: Parts whose code runs inside a run's sandbox, where pytest_mlab is not importable: they import
+#: the standard library only (not even the ground parts).
+IN_SANDBOX = {"in_sandbox"}
 
 #: The calls that import a module named by a string (a literal one is read like an import
 #: statement) or load a file as a module.
@@ -60,7 +65,7 @@ DYNAMIC_IMPORTS: dict[tuple[str, str], str] = {
         "a task's own file (its grader, its data recipe), in the contained process that calls it",
     ("pytest_mlab.grading.mlagentbench", "importlib.util.spec_from_file_location('eval', scripts / 'eval.py')"):
         "an MLAgentBench folder's scripts/eval.py, the grader of tasks made from such folders",
-    ("pytest_mlab.grading.measure_support", "importlib.import_module(name)"):
+    ("pytest_mlab.in_sandbox.mlab_measure", "importlib.import_module(name)"):
         "the agent's module, imported by a measure script inside the sandbox: not part of this package",
 }
 
@@ -159,6 +164,10 @@ def violations(package: Path, declared: dict[tuple[str, str], str] = DYNAMIC_IMP
             top = imported.split(".")[0]
             if top in ("pytest", "_pytest", "pluggy", "xdist") and part not in PYTEST_GLUE:
                 problems.append(f"{shown}:{line}: {part} imports {imported}; only the pytest glue (plugin/) may")
+            if part in IN_SANDBOX and top not in sys.stdlib_module_names and top != "__future__":
+                problems.append(f"{shown}:{line}: {part} imports {imported}; code that runs inside the sandbox "
+                                f"imports the standard library only")
+                continue
             if top != package.name:
                 continue
             target = part_of(imported)
@@ -209,8 +218,13 @@ def test_the_rules_catch_a_part_reaching_back_up_the_chain(tmp_path):
         "spec/plan.py": "def later():\n    from pytest_mlab.llm.providers import resolve\n",
         "results/junit.py": "import pytest\nfrom ..grading import grader\n",
         "grading/grader.py": "",
+        "in_sandbox/helper.py": "import json\nimport numpy\nfrom pytest_mlab.errors import MlabError\n",
     })
     assert violations(package) == [
+        "pytest_mlab/in_sandbox/helper.py:2: in_sandbox imports numpy; code that runs inside the sandbox imports "
+        "the standard library only",
+        "pytest_mlab/in_sandbox/helper.py:3: in_sandbox imports pytest_mlab.errors; code that runs inside the "
+        "sandbox imports the standard library only",
         "pytest_mlab/results/junit.py:1: results imports pytest; only the pytest glue (plugin/) may",
         "pytest_mlab/results/junit.py:2: results imports pytest_mlab.grading.grader",
         "pytest_mlab/spec/plan.py:2: spec imports pytest_mlab.llm.providers",
