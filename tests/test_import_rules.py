@@ -33,6 +33,7 @@ ALLOWED: dict[str, set[str]] = {
     "actions": {"errors", "outcomes", "spec", "trace", "sandbox", "llm", "env", "in_sandbox"},
     "agents": {"errors", "outcomes", "spec", "trace", "llm", "env", "actions"},
     "grading": {"errors", "outcomes", "spec", "trace", "sandbox", "task_code", "data", "in_sandbox"},
+    "task_api": {"errors", "data", "grading"},  # what task code imports; nothing of ours imports it
     "results": {"errors", "outcomes", "spec", "trace"},
     "runner": {"errors", "outcomes", "spec", "trace", "sandbox", "task_code", "data", "llm", "env", "actions",
                "agents", "grading", "results"},
@@ -94,11 +95,11 @@ def is_module(name: str, package: Path) -> bool:
 
 
 def imported_modules(path: Path, package: Path) -> list[tuple[int, str]]:
-    """(line, module) of every import in the file, wherever it stands: relative imports resolved,
-    ``from a import b`` as ``a.b`` where ``b`` is a module of the package, and the calls of
-    :data:`IMPORT_CALLS` that name a module by a literal string."""
+    """(line, module) of every import in the file, wherever it stands: relative imports resolved
+    (in a file of ``package``), ``from a import b`` as ``a.b`` where ``b`` is a module of the
+    package, and the calls of :data:`IMPORT_CALLS` that name a module by a literal string."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    here = module_name(path, package).split(".")
+    here = module_name(path, package).split(".") if path.is_relative_to(package) else []
     if path.name != "__init__.py":
         here = here[:-1]  # the package the module is in
     found = []

@@ -3,7 +3,7 @@
 The tool never runs here. The measure step (measure.py, in the run's sandbox) runs
 ``python bibtex_generation.py paragraph.txt references.bib cited.txt`` once per hidden
 paragraph on a copy of the workspace, with the task's own LLM.py and papers.py answering from a
-scripted LLM and a local paper index (see pytest_mlab/grading/tool_run.py), and brings back each
+scripted LLM and a local paper index (see pytest_mlab/task_api/_tool_tasks.py), and brings back each
 references.bib and cited.txt. This grader parses references.bib with bibtexparser and checks the
 entries and the rewritten paragraph; the score is the fraction of checks passed over all
 paragraphs (higher is better). Whether the citations are the ones a researcher would choose
@@ -16,8 +16,7 @@ import json
 import pathlib
 import re
 
-from pytest_mlab.grading import InvalidSubmission
-from pytest_mlab.grading.tool_run import report, tool_runs
+from pytest_mlab.task_api import InvalidSubmission, report, tool_runs
 
 SCRIPT = "bibtex_generation.py"
 INPUT, BIB, TEXT = "paragraph.txt", "references.bib", "cited.txt"

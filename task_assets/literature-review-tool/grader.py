@@ -3,7 +3,7 @@
 The tool never runs here. The measure step (measure.py, in the run's sandbox) runs
 ``python literature_review.py "TOPIC" review.md`` once per hidden topic on a copy of the
 workspace, with the task's own LLM.py and papers.py answering from a scripted LLM and a local
-paper index (see pytest_mlab/grading/tool_run.py), and brings back each review and the helpers'
+paper index (see pytest_mlab/task_api/_tool_tasks.py), and brings back each review and the helpers'
 logs. This grader checks them automatically; the score is the fraction of checks passed over
 all topics (higher is better). These checks test that the tool works end to end and writes a
 well-formed review of the papers found; how good the review is remains a matter of human
@@ -17,8 +17,7 @@ import json
 import pathlib
 import re
 
-from pytest_mlab.grading import InvalidSubmission
-from pytest_mlab.grading.tool_run import report, tool_runs
+from pytest_mlab.task_api import InvalidSubmission, report, tool_runs
 
 SCRIPT = "literature_review.py"
 OUTPUT = "review.md"

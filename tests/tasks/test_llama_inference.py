@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from pytest_mlab.errors import GradingError
-from pytest_mlab.grading import InvalidSubmission
 from pytest_mlab.in_sandbox import mlab_measure
+from pytest_mlab.task_api import InvalidSubmission
 from tests.grading.test_timing import measured_folder
 from tests.tasks.test_smoke_tasks import ASSETS, grade as grade_task, load_function, load_spec, prepare, tree_digest
 

@@ -1,6 +1,6 @@
 """The LLM-tool tasks' measure step (task_assets/literature-review-tool/measure.py, shared with
-bibtex-generation) and what their graders read back (pytest_mlab/grading/tool_run.py): the tool
-runs in the sandbox on a copy of the workspace, with the task's helpers and inputs."""
+bibtex-generation) and what their graders read back (pytest_mlab/task_api/_tool_tasks.py): the
+tool runs in the sandbox on a copy of the workspace, with the task's helpers and inputs."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from pytest_mlab.data.cache import PreparedData
 from pytest_mlab.errors import InvalidSubmission
 from pytest_mlab.grading.measure import measure
 from pytest_mlab.sandbox.base import SandboxOptions
-from pytest_mlab.grading.tool_run import ToolRun, tool_runs, write_fixtures
+from pytest_mlab.task_api import ToolRun, write_fixtures
+from pytest_mlab.task_api._tool_tasks import tool_runs
 from pytest_mlab.trace import SnapshotStore
 from tests.security.test_containment import tagged_processes
 from tests.tasks.test_smoke_tasks import ASSETS, task_spec
