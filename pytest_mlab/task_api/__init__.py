@@ -11,7 +11,7 @@ A task's code runs apart from the harness, each kind with one signature:
   raises :class:`InvalidSubmission` for a submission it cannot score; it reads a CSV submission
   with :func:`read_submission`, and what its measure step brought back (``measured``) with
   :func:`executions`, :func:`load_array`, :func:`saved_arrays` and :func:`relative_time`; the
-  LLM-tool tasks share :func:`write_fixtures`, :func:`tool_runs` and :func:`report`;
+  LLM-tool tasks share :func:`write_fixtures` and :func:`score_tool_cases`;
 - a measure step (``measure.py``) runs inside the run's sandbox, where pytest_mlab cannot be
   imported: it imports ``mlab_measure`` (:mod:`pytest_mlab.in_sandbox.mlab_measure`), which the
   harness puts beside it, and nothing of this package.
@@ -29,7 +29,7 @@ from pytest_mlab.errors import DataError, InvalidSubmission
 from pytest_mlab.grading.measured import Execution, executions, load_array, saved_arrays
 from pytest_mlab.grading.timing import relative_time
 from pytest_mlab.task_api._csv_submission import read_submission
-from pytest_mlab.task_api._tool_tasks import ToolRun, report, tool_runs, write_fixtures
+from pytest_mlab.task_api._tool_tasks import ToolRun, score_tool_cases, write_fixtures
 
 __all__ = [
     # data recipes
@@ -37,5 +37,5 @@ __all__ = [
     "split_ids", "write_fixtures",
     # graders
     "Execution", "InvalidSubmission", "ToolRun", "executions", "load_array", "read_submission", "relative_time",
-    "report", "saved_arrays", "tool_runs",
+    "saved_arrays", "score_tool_cases",
 ]

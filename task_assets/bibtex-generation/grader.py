@@ -12,11 +12,10 @@ remains a matter of human judgement, the paper's metric.
 
 from __future__ import annotations
 
-import json
 import pathlib
 import re
 
-from pytest_mlab.task_api import InvalidSubmission, report, tool_runs
+from pytest_mlab.task_api import ToolRun, score_tool_cases
 
 SCRIPT = "bibtex_generation.py"
 INPUT, BIB, TEXT = "paragraph.txt", "references.bib", "cited.txt"
@@ -37,7 +36,7 @@ def _entries(path: pathlib.Path):
     return library.entries, bool(library.entries) and not library.failed_blocks
 
 
-def check_output(case: dict, run) -> dict[str, bool]:
+def check_output(case: dict, run: ToolRun) -> dict[str, bool]:
     """The automatic checks of one run; names say what passing output does."""
     entries, clean = _entries(run.folder / BIB)
     fields = [{name.lower(): str(field.value) for name, field in entry.fields_dict.items()} for entry in entries]
@@ -69,12 +68,5 @@ def check_output(case: dict, run) -> dict[str, bool]:
 
 
 def score(workspace: pathlib.Path, answers: pathlib.Path, measured: pathlib.Path) -> float:
-    workspace, answers = pathlib.Path(workspace), pathlib.Path(answers)
-    if not (workspace / SCRIPT).is_file():
-        raise InvalidSubmission(f"{SCRIPT}: file not found in the workspace; the grader runs "
-                                f"python {SCRIPT} {INPUT} {BIB} {TEXT}")
-    cases = json.loads((answers / "cases.json").read_text())
-    results = []
-    for case, run in zip(cases, tool_runs(pathlib.Path(measured), len(cases), SCRIPT)):
-        results += report(f"paragraph {case['paragraph'][:60]!r}...", check_output(case, run), run)
-    return sum(results) / len(results)
+    return score_tool_cases(workspace, answers, measured, script=SCRIPT, usage=f"{INPUT} {BIB} {TEXT}",
+                            label=lambda case: f"paragraph {case['paragraph'][:60]!r}...", checks=check_output)

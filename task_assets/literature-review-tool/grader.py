@@ -13,11 +13,10 @@ tool: a tool can forge it.
 
 from __future__ import annotations
 
-import json
 import pathlib
 import re
 
-from pytest_mlab.task_api import InvalidSubmission, report, tool_runs
+from pytest_mlab.task_api import ToolRun, score_tool_cases
 
 SCRIPT = "literature_review.py"
 OUTPUT = "review.md"
@@ -29,7 +28,7 @@ def _present(text: str, phrase: str) -> bool:
     return re.search(r"\s+".join(re.escape(word) for word in phrase.split()), text, re.IGNORECASE) is not None
 
 
-def check_review(case: dict, run) -> dict[str, bool]:
+def check_review(case: dict, run: ToolRun) -> dict[str, bool]:
     """The automatic checks of one run; names say what a passing review does."""
     path = run.folder / OUTPUT
     review = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
@@ -54,12 +53,5 @@ def check_review(case: dict, run) -> dict[str, bool]:
 
 
 def score(workspace: pathlib.Path, answers: pathlib.Path, measured: pathlib.Path) -> float:
-    workspace, answers = pathlib.Path(workspace), pathlib.Path(answers)
-    if not (workspace / SCRIPT).is_file():
-        raise InvalidSubmission(f"{SCRIPT}: file not found in the workspace; the grader runs "
-                                f"python {SCRIPT} \"TOPIC\" {OUTPUT}")
-    cases = json.loads((answers / "cases.json").read_text())
-    results = []
-    for case, run in zip(cases, tool_runs(pathlib.Path(measured), len(cases), SCRIPT)):
-        results += report(f"topic {case['topic']!r}", check_review(case, run), run)
-    return sum(results) / len(results)
+    return score_tool_cases(workspace, answers, measured, script=SCRIPT, usage=f'"TOPIC" {OUTPUT}',
+                            label=lambda case: f"topic {case['topic']!r}", checks=check_review)
