@@ -14,7 +14,7 @@ from tests.helpers import TOY_PROJECT
 KAGGLE_RECIPE = """
 
 def full(public, hidden, seed, downloads):
-    from pytest_mlab.data import kaggle_competition
+    from pytest_mlab.task_api import kaggle_competition
 
     kaggle_competition("toy-competition", downloads)
 """

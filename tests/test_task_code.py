@@ -13,7 +13,7 @@ CODE = '''
 import os, time
 from pathlib import Path
 import numpy as np
-from pytest_mlab.grading import InvalidSubmission
+from pytest_mlab.task_api import InvalidSubmission
 
 def numpy_scalar(workspace: Path) -> float:
     print("noise on stdout")

@@ -1,8 +1,4 @@
 """Grading: run a task's grader on a snapshot and judge the score against the baseline.
 
-Task graders import only :class:`InvalidSubmission` from here, so this module stays light.
+Graders themselves import from :mod:`pytest_mlab.task_api`, never from here.
 """
-
-from pytest_mlab.errors import InvalidSubmission
-
-__all__ = ["InvalidSubmission"]

@@ -7,10 +7,11 @@ agent's code declares ``metric.measure``; before its grader runs, this module
 
 - runs ``python .mlab-measure/SCRIPT .mlab-measure/inputs .mlab-measure/out`` in a FRESH sandbox
   per execution, populated like the run's workspace (the public data linked read-only, then the
-  subject's regular files) plus ``.mlab-measure/`` (the script, :mod:`.measure_support` as
-  ``mlab_measure.py``, copies of the declared hidden inputs, an empty ``out/``). The environment
-  adds only ``MLAB_MEASURE_PHASE`` to the sandbox's allow-list: no hidden path, no key. Each
-  sandbox is closed after its one execution, which ends every process it started;
+  subject's regular files) plus ``.mlab-measure/`` (the script, the module it imports,
+  :mod:`pytest_mlab.in_sandbox.mlab_measure`, copies of the declared hidden inputs, an empty
+  ``out/``). The environment adds only ``MLAB_MEASURE_PHASE`` to the sandbox's allow-list: no
+  hidden path, no key. Each sandbox is closed after its one execution, which ends every process
+  it started;
 - copies ``out/`` back (regular files only, opened without following links, at most
   ``measure.output_limit`` bytes and :data:`OUTPUT_FILES` files) to ``measured/<subject>/<n>/out/``
   and writes ``measured/<subject>/<n>/exec.json``: return code, time-out, CPU seconds, the tail
@@ -42,6 +43,7 @@ from pytest_mlab.data.cache import PreparedData
 from pytest_mlab.errors import GradingError
 from pytest_mlab.grading.measured import OVERHEAD, STARTER, SUBMISSION
 from pytest_mlab.grading.timing import TIMING_FILE, measured_enough, starter_reports_gpu_seconds
+from pytest_mlab.in_sandbox import mlab_measure
 from pytest_mlab.sandbox.base import ExecResult, Sandbox, SandboxOptions
 from pytest_mlab.sandbox.owner import owned_prefix
 from pytest_mlab.sandbox.quiet import script_running, timed_measurement
@@ -50,8 +52,7 @@ from pytest_mlab.spec.models import Measure, TaskSpec
 from pytest_mlab.trace import SnapshotStore
 
 MEASURE_DIR = ".mlab-measure"
-SUPPORT_NAME = "mlab_measure.py"
-SUPPORT_SOURCE = Path(__file__).with_name("measure_support.py")
+SUPPORT_SOURCE = Path(mlab_measure.__file__)  # what the measure script imports as mlab_measure
 #: The order of one timed repeat, rotated each repeat so slow drift of the machine cancels out.
 ROTATION = (SUBMISSION, STARTER, OVERHEAD)
 OUTPUT_FILES = 10_000  # most files one execution's out/ brings back
@@ -171,7 +172,7 @@ class _Runner:
             with script_running():  # a no-op inside a timed measurement, which holds the machine
                 result = sandbox.exec([sandbox.python, f"{MEASURE_DIR}/{self.script}", f"{MEASURE_DIR}/inputs",
                                        f"{MEASURE_DIR}/out"], timeout=self.spec.timeout, output_limit=EXEC_OUTPUT_LIMIT,
-                                      env={"MLAB_MEASURE_PHASE": phase})
+                                      env={mlab_measure.PHASE_VARIABLE: phase})
             sandbox.sync_out()
             copied = copy_regular_tree(sandbox.workspace, f"{MEASURE_DIR}/out", folder / "out",
                                        max_bytes=self.spec.output_limit, max_files=OUTPUT_FILES)
@@ -195,7 +196,7 @@ class _Runner:
                 continue
             sandbox.copy_in(host_path, relative)
         sandbox.copy_in(self.task.assets / self.spec.script, f"{MEASURE_DIR}/{self.script}")
-        sandbox.copy_in(SUPPORT_SOURCE, f"{MEASURE_DIR}/{SUPPORT_NAME}")
+        sandbox.copy_in(SUPPORT_SOURCE, f"{MEASURE_DIR}/{SUPPORT_SOURCE.name}")
         sandbox.copy_in(self.empty, f"{MEASURE_DIR}/inputs")
         sandbox.copy_in(self.empty, f"{MEASURE_DIR}/out")
         for name in self.spec.inputs:

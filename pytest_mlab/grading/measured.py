@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from pytest_mlab.errors import InvalidSubmission
+from pytest_mlab.in_sandbox.mlab_measure import RESULT
 
 SUBMISSION, STARTER, OVERHEAD = "submission", "starter", "overhead"  # the subjects of executions
-RESULT = "result.json"  # as mlab_measure.finish names it
 _RESULT_MAX_BYTES = 1 << 20
 
 

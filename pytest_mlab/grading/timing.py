@@ -23,7 +23,8 @@ wall-clock seconds of their GPU work (:data:`GPU_SECONDS`, measured by the measu
 the GPU synchronised; no agent code runs in them, so they decide), those seconds replace the CPU
 times of the submission and the starter, with nothing to subtract: they cover the timed calls
 only, so the measure step skips the start-up executions once the first starter has reported. The
-submission's own report comes from the process its code ran in (see ``measure_support``).
+submission's own report comes from the process its code ran in (see
+:mod:`pytest_mlab.in_sandbox.mlab_measure`).
 """
 
 from __future__ import annotations

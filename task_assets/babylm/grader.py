@@ -16,7 +16,7 @@ import importlib.util
 import math
 import pathlib
 
-from pytest_mlab.grading import InvalidSubmission
+from pytest_mlab.task_api import InvalidSubmission
 
 OUTPUT = "output"
 BATCH = 8

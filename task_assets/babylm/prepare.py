@@ -100,8 +100,7 @@ def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
 
 def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathlib.Path) -> None:
     """The BabyLM strict-small release; its test split is hidden, its train and dev splits public."""
-    from pytest_mlab.data.fetch import download
-    from pytest_mlab.data.hf import hf_snapshot
+    from pytest_mlab.task_api import download, hf_snapshot
 
     public, hidden, downloads = pathlib.Path(public), pathlib.Path(hidden), pathlib.Path(downloads)
     archive = download(FULL_URL, downloads / "babylm_data.zip")
@@ -118,7 +117,7 @@ def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathl
     missing = [folder for folder in SPLITS
                if not list(((hidden if folder == "babylm_test" else public / "babylm_data") / folder).glob("*"))]
     if missing:
-        from pytest_mlab.errors import DataError
+        from pytest_mlab.task_api import DataError
         raise DataError(f"{archive}: the BabyLM archive has no {', '.join(missing)} folder; delete it and prepare "
                         f"again, or check {FULL_URL}")
     hf_snapshot(TOKENIZER, public / TOKENIZER)

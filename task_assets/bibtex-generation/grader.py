@@ -3,7 +3,7 @@
 The tool never runs here. The measure step (measure.py, in the run's sandbox) runs
 ``python bibtex_generation.py paragraph.txt references.bib cited.txt`` once per hidden
 paragraph on a copy of the workspace, with the task's own LLM.py and papers.py answering from a
-scripted LLM and a local paper index (see pytest_mlab/grading/tool_run.py), and brings back each
+scripted LLM and a local paper index (see pytest_mlab/task_api/_tool_tasks.py), and brings back each
 references.bib and cited.txt. This grader parses references.bib with bibtexparser and checks the
 entries and the rewritten paragraph; the score is the fraction of checks passed over all
 paragraphs (higher is better). Whether the citations are the ones a researcher would choose
@@ -12,12 +12,10 @@ remains a matter of human judgement, the paper's metric.
 
 from __future__ import annotations
 
-import json
 import pathlib
 import re
 
-from pytest_mlab.grading import InvalidSubmission
-from pytest_mlab.grading.tool_run import report, tool_runs
+from pytest_mlab.task_api import ToolRun, score_tool_cases
 
 SCRIPT = "bibtex_generation.py"
 INPUT, BIB, TEXT = "paragraph.txt", "references.bib", "cited.txt"
@@ -38,7 +36,7 @@ def _entries(path: pathlib.Path):
     return library.entries, bool(library.entries) and not library.failed_blocks
 
 
-def check_output(case: dict, run) -> dict[str, bool]:
+def check_output(case: dict, run: ToolRun) -> dict[str, bool]:
     """The automatic checks of one run; names say what passing output does."""
     entries, clean = _entries(run.folder / BIB)
     fields = [{name.lower(): str(field.value) for name, field in entry.fields_dict.items()} for entry in entries]
@@ -70,12 +68,5 @@ def check_output(case: dict, run) -> dict[str, bool]:
 
 
 def score(workspace: pathlib.Path, answers: pathlib.Path, measured: pathlib.Path) -> float:
-    workspace, answers = pathlib.Path(workspace), pathlib.Path(answers)
-    if not (workspace / SCRIPT).is_file():
-        raise InvalidSubmission(f"{SCRIPT}: file not found in the workspace; the grader runs "
-                                f"python {SCRIPT} {INPUT} {BIB} {TEXT}")
-    cases = json.loads((answers / "cases.json").read_text())
-    results = []
-    for case, run in zip(cases, tool_runs(pathlib.Path(measured), len(cases), SCRIPT)):
-        results += report(f"paragraph {case['paragraph'][:60]!r}...", check_output(case, run), run)
-    return sum(results) / len(results)
+    return score_tool_cases(workspace, answers, measured, script=SCRIPT, usage=f"{INPUT} {BIB} {TEXT}",
+                            label=lambda case: f"paragraph {case['paragraph'][:60]!r}...", checks=check_output)

@@ -24,7 +24,7 @@ import re
 
 import numpy as np
 
-from pytest_mlab.grading.tool_run import write_fixtures
+from pytest_mlab.task_api import write_fixtures
 
 SCRIPT = "bibtex_generation.py"  # how the tool is run: python SCRIPT INPUT BIB TEXT
 INPUT, BIB, TEXT = "paragraph.txt", "references.bib", "cited.txt"

@@ -94,7 +94,7 @@ def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
 
 def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathlib.Path) -> None:
     """The real CIFAR-10: every file as published, except that test_batch loses its labels."""
-    from pytest_mlab.data.fetch import download
+    from pytest_mlab.task_api import download
 
     archive = download(URL, pathlib.Path(downloads) / "cifar-10-python.tar.gz", sha256=SHA256, size=SIZE)
     folder = pathlib.Path(public) / DATA / FOLDER
@@ -105,7 +105,7 @@ def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathl
         for name in names:
             member = tar.extractfile(f"{FOLDER}/{name}")
             if member is None:
-                from pytest_mlab.errors import DataError
+                from pytest_mlab.task_api import DataError
                 raise DataError(f"{archive}: {FOLDER}/{name} is missing from the archive")
             content = member.read()
             if name == "test_batch":

@@ -14,8 +14,7 @@ import pathlib
 
 import numpy as np
 
-from pytest_mlab.grading import InvalidSubmission
-from pytest_mlab.grading.measured import executions, load_array
+from pytest_mlab.task_api import InvalidSubmission, executions, load_array
 
 CHECKPOINTS = "checkpoints"
 MODEL = "baselines.py"

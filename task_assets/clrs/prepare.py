@@ -28,7 +28,7 @@ import pathlib
 
 import numpy as np
 
-from pytest_mlab.data.formats import save_npz
+from pytest_mlab.task_api import save_npz
 
 ALGORITHM = "floyd_warshall"
 FOLDER = "CLRS30"

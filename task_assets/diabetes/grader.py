@@ -12,7 +12,7 @@ import pathlib
 import numpy as np
 import pandas as pd
 
-from pytest_mlab.grading.submission import read_submission
+from pytest_mlab.task_api import read_submission
 
 SUBMISSION = "submission.csv"
 ID = "id"

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from sklearn.datasets import load_digits
 
-from pytest_mlab.data.formats import save_npz
+from pytest_mlab.task_api import save_npz
 
 TEST_FRACTION = 0.2
 

@@ -16,8 +16,7 @@ from types import ModuleType
 
 import pandas as pd
 
-from pytest_mlab.grading import InvalidSubmission
-from pytest_mlab.grading.submission import read_submission
+from pytest_mlab.task_api import InvalidSubmission, read_submission
 
 SUBMISSION = "submission.csv"
 

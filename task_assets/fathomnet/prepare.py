@@ -133,8 +133,7 @@ def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
 
 
 def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathlib.Path) -> None:
-    from pytest_mlab.data.kaggle import kaggle_competition
-    from pytest_mlab.errors import DataError
+    from pytest_mlab.task_api import DataError, kaggle_competition
 
     source = kaggle_competition(COMPETITION, pathlib.Path(downloads))
     public, hidden = pathlib.Path(public), pathlib.Path(hidden)
@@ -158,7 +157,7 @@ def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathl
 
 def _split(public: pathlib.Path, hidden: pathlib.Path, labels: pd.DataFrame, coco_train: dict, coco_eval: dict) -> None:
     """Hold out the last 2% of the shuffled train.csv, in train.csv and in both COCO files."""
-    from pytest_mlab.data.split import shuffle_split
+    from pytest_mlab.task_api import shuffle_split
 
     kept, held = shuffle_split(labels, KEEP_FRACTION, SHUFFLE_STATE)
     held_ids = set(held["id"])
@@ -191,8 +190,7 @@ def _split(public: pathlib.Path, hidden: pathlib.Path, labels: pd.DataFrame, coc
 def _images(source: pathlib.Path, downloads: pathlib.Path, images: list[dict]) -> pathlib.Path:
     """The folder of training images: the competition's images/ when present, else each image
     fetched from its coco_url (what the competition's download_images.py does), resumably."""
-    from pytest_mlab.data.fetch import download
-    from pytest_mlab.errors import DataError
+    from pytest_mlab.task_api import DataError, download
 
     if (source / "images").is_dir():
         return source / "images"

@@ -48,7 +48,7 @@ def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
 
 
 def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathlib.Path) -> None:
-    from pytest_mlab.data import kaggle_competition
+    from pytest_mlab.task_api import kaggle_competition
 
     folder = kaggle_competition(COMPETITION, downloads)
     essays = pd.read_csv(folder / "train.csv", dtype={"text_id": str}, keep_default_na=False)
@@ -57,7 +57,7 @@ def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathl
 
 def split(essays: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(train, test)`` as the original benchmark cuts them, so that full scores compare with the original's."""
-    from pytest_mlab.data.split import shuffle_split
+    from pytest_mlab.task_api import shuffle_split
 
     return shuffle_split(essays, TRAIN_FRACTION, SHUFFLE_STATE)
 

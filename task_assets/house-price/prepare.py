@@ -25,7 +25,7 @@ import shutil
 import numpy as np
 import pandas as pd
 
-from pytest_mlab.errors import DataError
+from pytest_mlab.task_api import DataError
 
 COMPETITION = "home-data-for-ml-course"
 TRAIN_FRACTION = 0.8  # the original keeps the first int(0.8 * n) rows
@@ -52,7 +52,7 @@ def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
 
 def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathlib.Path) -> None:
     """The split depends on the file's row order only, so ``seed`` changes nothing here."""
-    from pytest_mlab.data import kaggle_competition
+    from pytest_mlab.task_api import kaggle_competition
 
     folder = kaggle_competition(COMPETITION, downloads)
     if not (folder / DESCRIPTION).is_file():

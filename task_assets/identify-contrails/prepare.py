@@ -192,8 +192,7 @@ def _write_answers(public: pathlib.Path, hidden: pathlib.Path, answers: list[dic
 def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathlib.Path) -> None:
     """The competition's train records and both metadata files as published; every labelled
     validation record becomes a test record (bands public, masks hidden)."""
-    from pytest_mlab.data.kaggle import kaggle_competition
-    from pytest_mlab.errors import DataError
+    from pytest_mlab.task_api import DataError, kaggle_competition
 
     source = kaggle_competition(COMPETITION, pathlib.Path(downloads))
     public, hidden = pathlib.Path(public), pathlib.Path(hidden)

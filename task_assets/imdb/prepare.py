@@ -119,7 +119,7 @@ def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
 
 def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathlib.Path) -> None:
     """The HF dataset ``imdb`` (its own three splits) and the real distilbert-base-uncased."""
-    from pytest_mlab.data.hf import hf_dataset, hf_snapshot
+    from pytest_mlab.task_api import hf_dataset, hf_snapshot
 
     public, hidden = pathlib.Path(public), pathlib.Path(hidden)
     dataset = hf_dataset("imdb", pathlib.Path(downloads))

@@ -3,7 +3,7 @@
 The tool never runs here. The measure step (measure.py, in the run's sandbox) runs
 ``python literature_review.py "TOPIC" review.md`` once per hidden topic on a copy of the
 workspace, with the task's own LLM.py and papers.py answering from a scripted LLM and a local
-paper index (see pytest_mlab/grading/tool_run.py), and brings back each review and the helpers'
+paper index (see pytest_mlab/task_api/_tool_tasks.py), and brings back each review and the helpers'
 logs. This grader checks them automatically; the score is the fraction of checks passed over
 all topics (higher is better). These checks test that the tool works end to end and writes a
 well-formed review of the papers found; how good the review is remains a matter of human
@@ -13,12 +13,10 @@ tool: a tool can forge it.
 
 from __future__ import annotations
 
-import json
 import pathlib
 import re
 
-from pytest_mlab.grading import InvalidSubmission
-from pytest_mlab.grading.tool_run import report, tool_runs
+from pytest_mlab.task_api import ToolRun, score_tool_cases
 
 SCRIPT = "literature_review.py"
 OUTPUT = "review.md"
@@ -30,7 +28,7 @@ def _present(text: str, phrase: str) -> bool:
     return re.search(r"\s+".join(re.escape(word) for word in phrase.split()), text, re.IGNORECASE) is not None
 
 
-def check_review(case: dict, run) -> dict[str, bool]:
+def check_review(case: dict, run: ToolRun) -> dict[str, bool]:
     """The automatic checks of one run; names say what a passing review does."""
     path = run.folder / OUTPUT
     review = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
@@ -55,12 +53,5 @@ def check_review(case: dict, run) -> dict[str, bool]:
 
 
 def score(workspace: pathlib.Path, answers: pathlib.Path, measured: pathlib.Path) -> float:
-    workspace, answers = pathlib.Path(workspace), pathlib.Path(answers)
-    if not (workspace / SCRIPT).is_file():
-        raise InvalidSubmission(f"{SCRIPT}: file not found in the workspace; the grader runs "
-                                f"python {SCRIPT} \"TOPIC\" {OUTPUT}")
-    cases = json.loads((answers / "cases.json").read_text())
-    results = []
-    for case, run in zip(cases, tool_runs(pathlib.Path(measured), len(cases), SCRIPT)):
-        results += report(f"topic {case['topic']!r}", check_review(case, run), run)
-    return sum(results) / len(results)
+    return score_tool_cases(workspace, answers, measured, script=SCRIPT, usage=f'"TOPIC" {OUTPUT}',
+                            label=lambda case: f"topic {case['topic']!r}", checks=check_review)

@@ -24,7 +24,7 @@ import re
 
 import numpy as np
 
-from pytest_mlab.grading.tool_run import write_fixtures
+from pytest_mlab.task_api import write_fixtures
 
 SCRIPT, OUTPUT = "literature_review.py", "review.md"  # how the tool is run: python SCRIPT "TOPIC" OUTPUT
 TIMEOUT_S = 180  # per topic

@@ -23,9 +23,7 @@ import pathlib
 
 import numpy as np
 
-from pytest_mlab.grading import InvalidSubmission
-from pytest_mlab.grading.measured import saved_arrays
-from pytest_mlab.grading.timing import relative_time
+from pytest_mlab.task_api import InvalidSubmission, relative_time, saved_arrays
 
 MIN_AGREEMENT = 0.9
 

@@ -102,7 +102,7 @@ def _write(public: pathlib.Path, hidden: pathlib.Path, rows: list[str]) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from pytest_mlab.data.formats import save_npz
+    from pytest_mlab.task_api import save_npz
 
     folder = public / MODEL_DIR
     prompts, used = _prompt_rows(rows, AutoTokenizer.from_pretrained(folder), BATCHES * BATCH)
@@ -131,7 +131,7 @@ def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
 
 def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathlib.Path) -> None:
     """huggyllama/llama-7b and the WikiText-103 test split (the original's ``wikitext-103-v1``)."""
-    from pytest_mlab.data.hf import hf_dataset, hf_snapshot
+    from pytest_mlab.task_api import hf_dataset, hf_snapshot
 
     public, hidden = pathlib.Path(public), pathlib.Path(hidden)
     # The hub repository keeps each configuration in a folder of parquet files.

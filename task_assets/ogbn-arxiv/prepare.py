@@ -94,8 +94,7 @@ def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
 
 def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathlib.Path) -> None:
     """The real ogbn-arxiv as OGB publishes it (arxiv.zip), with the test labels moved to hidden/."""
-    from pytest_mlab.data.fetch import download
-    from pytest_mlab.errors import DataError
+    from pytest_mlab.task_api import DataError, download
 
     archive = download(URL, pathlib.Path(downloads) / "arxiv.zip", sha256=SHA256, size=SIZE)
     root = pathlib.Path(public) / DIR

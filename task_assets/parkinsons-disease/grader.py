@@ -14,8 +14,7 @@ import pathlib
 import numpy as np
 import pandas as pd
 
-from pytest_mlab.errors import InvalidSubmission
-from pytest_mlab.grading.submission import read_submission
+from pytest_mlab.task_api import InvalidSubmission, read_submission
 
 ID, TARGET = "prediction_id", "rating"
 

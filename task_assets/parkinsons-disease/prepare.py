@@ -53,7 +53,7 @@ def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
 
 
 def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathlib.Path) -> None:
-    from pytest_mlab.data import kaggle_competition
+    from pytest_mlab.task_api import kaggle_competition
 
     folder = kaggle_competition(COMPETITION, downloads)
     clinical = pd.read_csv(folder / "train_clinical_data.csv")

@@ -41,7 +41,7 @@ def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
 
 def full(public: pathlib.Path, hidden: pathlib.Path, seed: int, downloads: pathlib.Path) -> None:
     """The split depends on the file's row order only, so ``seed`` changes nothing here."""
-    from pytest_mlab.data import kaggle_competition
+    from pytest_mlab.task_api import kaggle_competition
 
     folder = kaggle_competition(COMPETITION, downloads)
     passengers = pd.read_csv(folder / "train.csv", dtype={"PassengerId": str}, keep_default_na=False,

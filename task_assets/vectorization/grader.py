@@ -21,9 +21,7 @@ import pathlib
 
 import numpy as np
 
-from pytest_mlab.grading import InvalidSubmission
-from pytest_mlab.grading.measured import saved_arrays
-from pytest_mlab.grading.timing import relative_time
+from pytest_mlab.task_api import InvalidSubmission, relative_time, saved_arrays
 
 RTOL = 1e-5
 ATOL = 1e-5

@@ -18,7 +18,7 @@ import pathlib
 
 import numpy as np
 
-from pytest_mlab.data.formats import save_npz
+from pytest_mlab.task_api import save_npz
 
 # Same configuration as main() in env/train.py, so the agent's own timing matches the graded one.
 CONFIG = {

@@ -31,7 +31,7 @@ def broken(public: Path, hidden: Path, seed: int) -> None:
     raise ValueError("source unreachable")
 
 def full(public: Path, hidden: Path, seed: int, downloads: Path) -> None:
-    from pytest_mlab.data import download
+    from pytest_mlab.task_api import download
     print("fetching the source")
     source = download(os.environ["SOURCE_URL"], downloads / "source.csv")
     (public / "data.csv").write_bytes(source.read_bytes())

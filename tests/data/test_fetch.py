@@ -7,8 +7,7 @@ import io
 
 import pytest
 
-from pytest_mlab.data import download
-from pytest_mlab.data.fetch import Progress
+from pytest_mlab.data.fetch import Progress, download
 from pytest_mlab.errors import DataError
 from tests.data.fakes import FileServer
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_mlab.data import hf_dataset, hf_snapshot
+from pytest_mlab.data.hf import hf_dataset, hf_snapshot
 from pytest_mlab.errors import DataError
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_mlab.data import kaggle_competition
+from pytest_mlab.data.kaggle import kaggle_competition
 from pytest_mlab.errors import DataError
 from tests.data.fakes import fake_kaggle
 

@@ -11,7 +11,7 @@ FULL_RECIPE = '''
 
 def full(public: Path, hidden: Path, seed: int, downloads: Path) -> None:
     import os
-    from pytest_mlab.data import download
+    from pytest_mlab.task_api import download
     source = download(os.environ["SOURCE_URL"], downloads / "data.csv")
     (public / "data.csv").write_bytes(source.read_bytes())
     (hidden / "answer.txt").write_text("100")

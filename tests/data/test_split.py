@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_mlab.data import split_ids
+from pytest_mlab.data.split import split_ids
 from pytest_mlab.errors import DataError
 
 

@@ -43,9 +43,7 @@ TIMED_MEASURE = textwrap.dedent('''
 ''')
 TIMED_GRADER = textwrap.dedent('''
     import json, pathlib
-    from pytest_mlab.grading import InvalidSubmission
-    from pytest_mlab.grading.measured import executions
-    from pytest_mlab.grading.timing import relative_time
+    from pytest_mlab.task_api import InvalidSubmission, executions, relative_time
 
     def score(workspace, answers, measured):
         expected = json.loads((pathlib.Path(answers) / "expected.json").read_text())["value"]

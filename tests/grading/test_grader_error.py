@@ -19,7 +19,7 @@ from pytest_mlab.spec.project import Project
 from tests.grading.test_verdict import task
 from tests.helpers import copy_toy_project
 
-REJECTING = ("from pytest_mlab.grading import InvalidSubmission\n"
+REJECTING = ("from pytest_mlab.task_api import InvalidSubmission\n"
              "def score(workspace, answers):\n    raise InvalidSubmission('submission.txt is empty')\n")
 CRASHING = "def score(workspace, answers):\n    return {}['answer']\n"
 WRONG_TYPE = "def score(workspace, answers):\n    return 'high'\n"

@@ -71,7 +71,7 @@ GUESS_MEASURE = textwrap.dedent('''
 ''')
 GUESS_GRADER = textwrap.dedent(f'''
     import json, pathlib
-    from pytest_mlab.grading.measured import executions
+    from pytest_mlab.task_api import executions
 
     def score(workspace, answers, measured):
         truth = json.loads((pathlib.Path(answers) / "truth.json").read_text())["secret"]

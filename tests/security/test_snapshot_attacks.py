@@ -33,7 +33,7 @@ HONEST_MAE = sum(abs(1.0 - t) for t in TRUTH) / len(TRUTH)
 # A careless grader, like many real ones: it quotes what it could not parse.
 GRADER = '''
 import pathlib
-from pytest_mlab.grading import InvalidSubmission
+from pytest_mlab.task_api import InvalidSubmission
 
 def score(workspace, answers):
     text = (pathlib.Path(workspace) / "submission.csv").read_text()

@@ -13,7 +13,7 @@ import zipfile
 
 import pytest
 
-from pytest_mlab.grading import InvalidSubmission
+from pytest_mlab.task_api import InvalidSubmission
 from tests.data.fakes import FileServer
 from tests.shared_data import shared_mini
 from tests.tasks.test_smoke_tasks import ASSETS, grade as grade_task, load_function, load_spec, prepare, tree_digest

@@ -7,7 +7,7 @@ import pathlib
 
 import pytest
 
-from pytest_mlab.grading import InvalidSubmission
+from pytest_mlab.task_api import InvalidSubmission
 from tests.tasks.test_literature_review_tool import edited_workspace
 from tests.tasks.test_smoke_tasks import ASSETS, grade as grade_task, prepare, tree_digest
 

@@ -13,7 +13,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from pytest_mlab.grading import InvalidSubmission
+from pytest_mlab.task_api import InvalidSubmission
 from tests.shared_data import shared_mini
 from tests.tasks.test_smoke_tasks import grade as grade_task, load_function, prepare, tree_digest
 

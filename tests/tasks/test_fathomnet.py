@@ -18,7 +18,7 @@ import pytest
 from PIL import Image
 
 from pytest_mlab.errors import DataError
-from pytest_mlab.grading import InvalidSubmission
+from pytest_mlab.task_api import InvalidSubmission
 from tests.data.fakes import FileServer, fake_kaggle
 from tests.shared_data import shared_mini
 from tests.tasks.test_smoke_tasks import ASSETS, grade as grade_task, load_function, make_workspace, prepare, \

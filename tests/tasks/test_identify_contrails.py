@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from pytest_mlab.errors import DataError
-from pytest_mlab.grading import InvalidSubmission
+from pytest_mlab.task_api import InvalidSubmission
 from tests.data.fakes import fake_kaggle
 from tests.shared_data import shared_mini
 from tests.tasks.test_smoke_tasks import ASSETS, SEED, grade as grade_task, load_function, prepare, tree_digest

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pytest_mlab.grading import InvalidSubmission
+from pytest_mlab.task_api import InvalidSubmission
 from tests.shared_data import shared_mini
 from tests.tasks.test_smoke_tasks import (grade as grade_task, load_function, load_spec, make_workspace, prepare,
                                           tree_digest)

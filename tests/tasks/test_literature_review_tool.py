@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from pytest_mlab.grading import InvalidSubmission
+from pytest_mlab.task_api import InvalidSubmission
 from tests.tasks.test_smoke_tasks import ASSETS, grade as grade_task, load_spec, prepare, tree_digest
 
 TASK = "literature-review-tool"

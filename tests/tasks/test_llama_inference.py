@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 from pytest_mlab.errors import GradingError
-from pytest_mlab.grading import InvalidSubmission, measure_support
+from pytest_mlab.in_sandbox import mlab_measure
+from pytest_mlab.task_api import InvalidSubmission
 from tests.grading.test_timing import measured_folder
 from tests.shared_data import shared_mini
 from tests.tasks.test_smoke_tasks import ASSETS, grade as grade_task, load_function, load_spec, prepare, tree_digest
@@ -245,8 +246,8 @@ def test_stopwatch_synchronises_around_each_block(monkeypatch):
     """The GPU is waited for before the clock is read, at both ends, and only the blocks count."""
     events: list[str] = []
     clock = iter([10.0, 12.5, 100.0, 101.0])
-    monkeypatch.setattr(measure_support, "_CLOCK", lambda: events.append("clock") or next(clock))
-    stopwatch = measure_support.Stopwatch(lambda: events.append("sync"))
+    monkeypatch.setattr(mlab_measure, "_CLOCK", lambda: events.append("clock") or next(clock))
+    stopwatch = mlab_measure.Stopwatch(lambda: events.append("sync"))
     for _ in range(2):
         with stopwatch:
             events.append("work")
@@ -279,7 +280,7 @@ def test_measure_script_reports_gpu_seconds_only_with_a_gpu(mini_data, tmp_path,
     model: each batch is generated once; with a GPU it reports the stopwatch's seconds, on the
     CPU no time (the harness counts it)."""
     shutil.copy(ASSETS / TASK / "measure.py", tmp_path / "measure.py")
-    shutil.copy(pathlib.Path(measure_support.__file__), tmp_path / "mlab_measure.py")
+    shutil.copy(pathlib.Path(mlab_measure.__file__), tmp_path / "mlab_measure.py")
     (tmp_path / "inference.py").write_text(FAKE_INFERENCE)
     inputs, out = tmp_path / "inputs", tmp_path / "out"
     inputs.mkdir()

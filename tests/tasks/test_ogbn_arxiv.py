@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from pytest_mlab.errors import DataError
-from pytest_mlab.grading import InvalidSubmission
+from pytest_mlab.task_api import InvalidSubmission
 from tests.data.fakes import FileServer
 from tests.shared_data import shared_mini
 from tests.tasks.test_smoke_tasks import grade as grade_task, load_function, prepare, tree_digest

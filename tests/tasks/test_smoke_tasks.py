@@ -25,7 +25,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from pytest_mlab.grading import InvalidSubmission
+from pytest_mlab.task_api import InvalidSubmission
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ASSETS = ROOT / "task_assets"

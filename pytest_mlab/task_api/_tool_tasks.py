@@ -1,5 +1,5 @@
-"""The LLM-tool tasks (literature review, BibTeX generation): their fixtures, and what their graders
-read of the tool's runs.
+"""The LLM-tool tasks (literature review, BibTeX generation): their fixtures, what their graders
+read of the tool's runs, and the score they share.
 
 These tasks grade a program, not a file of predictions. The program never runs in the grader:
 the tasks' measure step (task_assets/literature-review-tool/measure.py, shared by both) runs it
@@ -21,11 +21,13 @@ import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from pytest_mlab.errors import InvalidSubmission
 from pytest_mlab.grading.measured import executions
 
 OUTPUT_SHOWN = 800  # characters of a failed tool's output shown in the grader's report
+CASES = "cases.json"  # the hidden cases with their expectations: the grader's alone
 TOOL_CASES = "tool_cases.json"
 HELPERS = ("LLM.py", "papers.py")
 #: The hidden files the measure step reads (``metric.measure.inputs`` of both tasks).
@@ -56,10 +58,24 @@ def write_fixtures(hidden: Path, papers: list[dict], llm_script: dict, cases: li
 
     (hidden / "papers.json").write_text(json.dumps(papers, indent=1) + "\n")
     (hidden / "llm_script.yaml").write_text(yaml.safe_dump(llm_script, sort_keys=False, width=1000))
-    (hidden / "cases.json").write_text(json.dumps(cases, indent=1) + "\n")
+    (hidden / CASES).write_text(json.dumps(cases, indent=1) + "\n")
     (hidden / TOOL_CASES).write_text(json.dumps({**tool, "helpers": list(HELPERS)}, indent=1) + "\n")
     for name in HELPERS:
         shutil.copyfile(helpers / name, hidden / name)  # follows links: the task's real helper
+
+
+def score_tool_cases(workspace: Path, answers: Path, measured: Path, *, script: str, usage: str,
+                     label: Callable[[dict], str], checks: Callable[[dict, ToolRun], dict[str, bool]]) -> float:
+    """A tool task's score: the fraction of ``checks`` (of a hidden case and the tool's run on it)
+    passed over every case, each case's outcomes printed under ``label(case)``. A workspace
+    without ``script`` is invalid; ``usage``, the arguments it is run with, goes in the message."""
+    if not (Path(workspace) / script).is_file():
+        raise InvalidSubmission(f"{script}: file not found in the workspace; the grader runs python {script} {usage}")
+    cases = json.loads((Path(answers) / CASES).read_text())
+    results = []
+    for case, run in zip(cases, tool_runs(Path(measured), len(cases), script)):
+        results += report(label(case), checks(case, run), run)
+    return sum(results) / len(results)
 
 
 def tool_runs(measured: Path, count: int, script: str) -> list[ToolRun]:

@@ -1,4 +1,4 @@
-"""What a task's measure script needs, copied next to it into the sandbox as ``mlab_measure.py``.
+"""What a task's measure script needs: the harness copies this file next to it into the sandbox.
 
 A measure script runs inside the run's sandbox, where this package is not importable, so this
 module uses the standard library only and is imported by its copy's name::

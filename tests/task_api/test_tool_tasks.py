@@ -1,6 +1,6 @@
 """The LLM-tool tasks' measure step (task_assets/literature-review-tool/measure.py, shared with
-bibtex-generation) and what their graders read back (pytest_mlab/grading/tool_run.py): the tool
-runs in the sandbox on a copy of the workspace, with the task's helpers and inputs."""
+bibtex-generation) and what their graders read back (pytest_mlab/task_api/_tool_tasks.py): the
+tool runs in the sandbox on a copy of the workspace, with the task's helpers and inputs."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from pytest_mlab.data.cache import PreparedData
 from pytest_mlab.errors import InvalidSubmission
 from pytest_mlab.grading.measure import measure
 from pytest_mlab.sandbox.base import SandboxOptions
-from pytest_mlab.grading.tool_run import ToolRun, tool_runs, write_fixtures
+from pytest_mlab.task_api import ToolRun, score_tool_cases, write_fixtures
+from pytest_mlab.task_api._tool_tasks import tool_runs
 from pytest_mlab.trace import SnapshotStore
 from tests.security.test_containment import tagged_processes
 from tests.tasks.test_smoke_tasks import ASSETS, task_spec
@@ -101,12 +102,41 @@ def test_a_crashing_tool_reports_its_output(tmp_path):
     assert run.returncode == 1 and "usage: tool.py TOPIC OUT" in run.output
 
 
+def recorded_execution(measured: Path, returncode: int, output_tail: str = "") -> Path:
+    """The out/ folder of the one execution of a measure step, recorded as the harness records it."""
+    folder = measured / "submission" / "0"
+    (folder / "out").mkdir(parents=True)
+    (folder / "exec.json").write_text(json.dumps({"subject": "submission", "returncode": returncode,
+                                                  "timed_out": False, "timeout": 600, "cpu_time": 0.1,
+                                                  "output_tail": output_tail, "truncated_reason": None}))
+    return folder / "out"
+
+
 def test_a_measurement_that_did_not_get_through_the_cases_is_invalid(tmp_path):
-    measured = tmp_path / "measured" / "submission" / "0"
-    (measured / "out").mkdir(parents=True)
-    (measured / "exec.json").write_text(json.dumps({"subject": "submission", "returncode": 1, "timed_out": False,
-                                                    "timeout": 600, "cpu_time": 0.1, "output_tail": "MemoryError",
-                                                    "truncated_reason": None}))
+    recorded_execution(tmp_path / "measured", 1, "MemoryError")
     with pytest.raises(InvalidSubmission, match="tool.py: running tool.py on the hidden cases exited with status 1 "
                                                 r".*MemoryError"):
         tool_runs(tmp_path / "measured", 2, "tool.py")
+
+
+def test_the_shared_score_is_the_fraction_of_checks_passed_over_every_case(tmp_path, capsys):
+    workspace, answers = tmp_path / "ws", tmp_path / "answers"
+    workspace.mkdir(), answers.mkdir()
+    (answers / "cases.json").write_text(json.dumps([{"n": 1}, {"n": 2}]))
+    out = recorded_execution(tmp_path / "measured", 0)
+    (out / "result.json").write_text(json.dumps({"cases": 2}))
+    for index in range(2):
+        (out / f"case-{index}").mkdir()
+        (out / f"case-{index}" / "run.json").write_text(json.dumps({"returncode": 0, "output": ""}))
+
+    def score() -> float:
+        return score_tool_cases(workspace, answers, tmp_path / "measured", script="tool.py", usage="IN OUT",
+                                label=lambda case: f"case {case['n']}",
+                                checks=lambda case, run: {"it runs": run.ok, "n is even": case["n"] % 2 == 0})
+
+    with pytest.raises(InvalidSubmission, match=r"^tool.py: file not found in the workspace; the grader runs "
+                                                r"python tool.py IN OUT$"):
+        score()
+    (workspace / "tool.py").write_text("")
+    assert score() == 0.75
+    assert "case 1:\n  [x] it runs\n  [ ] n is even\ncase 2:\n  [x] it runs\n  [x] n is even\n" == capsys.readouterr().out

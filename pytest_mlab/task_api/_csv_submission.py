@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pathlib
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from pytest_mlab.errors import InvalidSubmission
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _ids(values, limit: int = 5) -> str:
@@ -26,6 +27,9 @@ def read_submission(path: pathlib.Path, columns: list[str], expected_ids: pd.Ind
     Returns it indexed by id with rows in ``expected_ids`` order, so graders align by id, never by
     position. Anything wrong raises :class:`InvalidSubmission` saying what and where.
     """
+    import numpy as np  # here: every grader imports the task API, and not every one reads a CSV
+    import pandas as pd
+
     name = path.name
     expected = ", ".join(columns)
     if not path.is_file():
