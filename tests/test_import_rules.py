@@ -57,8 +57,10 @@ DYNAMIC_IMPORTS: dict[tuple[str, str], str] = {
     ("pytest_mlab.lazy", "importlib.import_module(f'{package}.{home}')"):
         "a package's own submodules: every package passes its own __name__ to lazy_attributes "
         "(test_lazy_attributes_stay_inside_their_package)",
-    ("pytest_mlab.sandbox.registry", "importlib.import_module(f'pytest_mlab.sandbox.{module}')"):
-        "the sandbox part's own backend modules, loaded when a backend is first used",
+    ("pytest_mlab.sandbox.registry", "importlib.import_module(module)"):
+        "the sandbox part's own backend modules, loaded when a backend is first used (every built-in "
+        "entry of the registry's table names a module of pytest_mlab.sandbox: "
+        "test_the_built_in_backends_live_in_the_sandbox_part)",
     ("pytest_mlab.spec.refs", "importlib.import_module(module_name)"):
         "the 'module:attr' a spec names (an action's function, an agent's class): the spec's author "
         "picks it, and the part that asked for the object uses it; spec/ depends on none of them",
@@ -260,3 +262,10 @@ def test_the_rules_see_every_way_of_writing_an_import(tmp_path):
     declared = {("pytest_mlab.spec.dynamic", "importlib.import_module(name)"): "a test's reason",
                 ("pytest_mlab.spec.by_path", "importlib.util.spec_from_file_location('x', 'x.py')"): "likewise"}
     assert not [problem for problem in violations(package, declared) if "run time" in problem]
+
+
+def test_the_built_in_backends_live_in_the_sandbox_part():
+    from pytest_mlab.sandbox import registry
+
+    built_in = [entry for entry in vars(registry)["_BACKENDS"].values() if isinstance(entry, str)]
+    assert built_in and all(entry.startswith("pytest_mlab.sandbox.") for entry in built_in), built_in
