@@ -267,6 +267,23 @@ def test_check_ignores_what_cannot_move_the_baseline_agents_score(tmp_path, caps
     assert "since then: specs/tasks/toy.yaml" in capsys.readouterr().out
 
 
+def test_check_ignores_where_a_task_file_imports_the_harness_from(tmp_path, capsys):
+    """A grader that imports the same names from another module of pytest_mlab is the same grader;
+    a different name imported, or any other line changed, is not."""
+    project = git_project(tmp_path)
+    recorded_here(project, 0.5)
+    grader = project / "task_assets" / "toy" / "grader.py"
+    original = grader.read_text()
+    grader.write_text(original.replace("from pytest_mlab.task_api import InvalidSubmission",
+                                       "from pytest_mlab.errors import (\n    InvalidSubmission,\n)"))
+    assert main(["baseline", "--check", "--root", str(project)]) == 0, capsys.readouterr().out
+    grader.write_text(original.replace("import InvalidSubmission", "import InvalidSubmission as Refused"))
+    assert main(["baseline", "--check", "--root", str(project)]) == 1
+    assert "since then: task_assets/toy/grader.py" in capsys.readouterr().out
+    grader.write_text(original.replace("[:40]", "[:80]"))
+    assert main(["baseline", "--check", "--root", str(project)]) == 1
+
+
 def test_check_runs_nothing_and_names_a_task_without_a_record(tmp_path, capsys, monkeypatch):
     project = git_project(tmp_path)
     calls = fake_runs(monkeypatch, 1.0)

@@ -180,8 +180,9 @@ _NOT_SCORED_SPEC_KEYS = ("baseline", "description")
 
 def _changed_since(root: Path, commit: str, spec: Path, assets: Path) -> str | None:
     """What differs in the task between ``commit`` and the working tree, or why that cannot be told;
-    None when nothing does. Left out: the spec's keys in ``_NOT_SCORED_SPEC_KEYS``, and the
-    reference solution (``reference/`` of the assets), which the baseline agent never runs."""
+    None when nothing does. Left out: the spec's keys in ``_NOT_SCORED_SPEC_KEYS``, the reference
+    solution (``reference/`` of the assets), which the baseline agent never runs, and which module
+    of pytest_mlab a task file imports a name from (``_same_but_harness_imports``)."""
     if not commit or commit == "unknown":
         return "the recorded runs name no commit to compare with"
     paths = ("--", str(assets), f":(exclude){assets / 'reference'}")
@@ -190,6 +191,7 @@ def _changed_since(root: Path, commit: str, spec: Path, assets: Path) -> str | N
         changed += _git(root, "ls-files", "--others", "--exclude-standard", *paths).split()
         inside = _git(root, "ls-files", "--full-name", "--error-unmatch", str(spec)).strip()
         then = _git(root, "show", f"{commit}:{inside}")
+        changed = [path for path in changed if not _same_but_harness_imports(root, commit, path)]
     except MlabError as exc:
         return str(exc)
     import yaml
@@ -202,6 +204,44 @@ def _changed_since(root: Path, commit: str, spec: Path, assets: Path) -> str | N
     if scored_part(then) != scored_part(spec.read_text(encoding="utf-8")):
         changed.insert(0, os.path.relpath(spec, root))
     return ", ".join(changed) or None
+
+
+def _same_but_harness_imports(root: Path, commit: str, path: str) -> bool:
+    """Whether a changed Python file of the task differs from ``commit`` only in where it imports
+    pytest_mlab's names from (the same names bound): where the harness keeps a helper is the
+    harness's business, which this check never compares, as it never compares the harness's code."""
+    if not path.endswith(".py") or not (root / path).is_file():
+        return False
+    try:
+        then = _git(root, "show", f"{commit}:{path}")
+    except MlabError:
+        return False  # new since then
+    before, now = _without_harness_imports(then), _without_harness_imports((root / path).read_text(encoding="utf-8"))
+    return before is not None and before == now
+
+
+def _without_harness_imports(source: str) -> tuple[str, tuple[str, ...]] | None:
+    """The source less its imports of pytest_mlab, and the names those imports bind; None when it
+    cannot be parsed (then any change counts)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    dropped: set[int] = set()
+    bound: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "pytest_mlab":
+            names = [alias.asname or alias.name for alias in node.names]
+        elif isinstance(node, ast.Import) and all(alias.name.split(".")[0] == "pytest_mlab" for alias in node.names):
+            names = [alias.asname or alias.name for alias in node.names]
+        else:
+            continue
+        bound += names
+        dropped.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    kept = "\n".join(line for number, line in enumerate(source.splitlines(), 1) if number not in dropped)
+    return kept, tuple(sorted(bound))
 
 
 def _git(root: Path, *arguments: str) -> str:
