@@ -271,7 +271,7 @@ def test_being_right_only_sometimes_is_caught(kind, tmp_path):
         assert "compute returned 0 in timed run" in grade.invalid_reason
 
 
-@pytest.mark.parametrize("task", ["vectorization", "llama-inference"])
+@pytest.mark.parametrize("task", ["vectorization", pytest.param("llama-inference", marks=pytest.mark.slow)])
 def test_the_timed_graders_check_every_repeat(task, tmp_path):
     """Right in the first repeat, fast garbage in the others: invalid, however fast."""
     public, hidden = shared_mini(task)
@@ -354,6 +354,7 @@ CLRS_DIGGER = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 def test_a_clrs_model_digging_for_the_truth_gets_the_honest_score(kind, tmp_path):
     from clrs._src import specs
 

@@ -18,6 +18,10 @@ from tests.data.fakes import FileServer
 from tests.shared_data import shared_mini
 from tests.tasks.test_smoke_tasks import ASSETS, grade as grade_task, load_function, load_spec, prepare, tree_digest
 
+# The fast tier (-m "not slow") leaves this module out: it prepares the task's corpus and tokenizer and
+# imports transformers.
+pytestmark = pytest.mark.slow
+
 TASK = "babylm"
 SOURCES = load_function(TASK, "prepare.py:SOURCES")
 GPT2_FILES = {"config.json", "vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json"}

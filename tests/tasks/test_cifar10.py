@@ -23,6 +23,10 @@ from tests.data.fakes import FileServer
 from tests.shared_data import shared_mini
 from tests.tasks.test_smoke_tasks import grade as grade_task, load_function, prepare, tree_digest
 
+# The fast tier (-m "not slow") leaves this module out: it prepares the task's image batches and imports
+# torch.
+pytestmark = pytest.mark.slow
+
 TASK = "cifar10"
 FOLDER = "cifar-10-batches-py"
 DATA = f"data/{FOLDER}"  # where torchvision's CIFAR10(root="./data") keeps it, as in the original

@@ -17,6 +17,10 @@ from pytest_mlab.task_api import InvalidSubmission
 from tests.shared_data import shared_mini
 from tests.tasks.test_smoke_tasks import grade as grade_task, load_function, prepare, tree_digest
 
+# The fast tier (-m "not slow") leaves this module out: it draws CLRS-30 graphs with DeepMind's clrs package
+# and runs its model in JAX.
+pytestmark = pytest.mark.slow
+
 TASK = "clrs"
 FEATURES = {"input_pos": 2, "input_A": 3, "input_adj": 3, "output_Pi": 3, "hint_Pi_h": 4, "hint_D": 4,
             "hint_msk": 4, "hint_k": 3, "lengths": 1}

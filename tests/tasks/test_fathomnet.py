@@ -24,6 +24,9 @@ from tests.shared_data import shared_mini
 from tests.tasks.test_smoke_tasks import ASSETS, grade as grade_task, load_function, make_workspace, prepare, \
     run_script, tree_digest
 
+# The fast tier (-m "not slow") leaves this module out: it prepares the task's images and imports tensorflow.
+pytestmark = pytest.mark.slow
+
 TASK = "fathomnet"
 COMPETITION = "fathomnet-out-of-sample-detection"
 

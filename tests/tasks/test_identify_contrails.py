@@ -24,6 +24,10 @@ from tests.data.fakes import fake_kaggle
 from tests.shared_data import shared_mini
 from tests.tasks.test_smoke_tasks import ASSETS, SEED, grade as grade_task, load_function, prepare, tree_digest
 
+# The fast tier (-m "not slow") leaves this module out: it prepares the task's satellite frames and trains or
+# grades on them.
+pytestmark = pytest.mark.slow
+
 TASK = "identify-contrails"
 BANDS = [f"band_{b:02d}.npy" for b in range(8, 17)]
 SIDE = 256  # the competition's records are 256 x 256 pixels, on mini as on full

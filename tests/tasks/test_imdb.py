@@ -17,6 +17,10 @@ from tests.shared_data import shared_mini
 from tests.tasks.test_smoke_tasks import (grade as grade_task, load_function, load_spec, make_workspace, prepare,
                                           tree_digest)
 
+# The fast tier (-m "not slow") leaves this module out: it prepares the task's reviews and tokenizer and
+# imports transformers.
+pytestmark = pytest.mark.slow
+
 TASK = "imdb"
 SPLITS = ("train", "test", "unsupervised")
 

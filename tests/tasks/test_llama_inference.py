@@ -25,6 +25,10 @@ from tests.grading.test_timing import measured_folder
 from tests.shared_data import shared_mini
 from tests.tasks.test_smoke_tasks import ASSETS, grade as grade_task, load_function, load_spec, prepare, tree_digest
 
+# The fast tier (-m "not slow") leaves this module out: it builds the task's LLaMA model and its greedy
+# answers (mini data, about a minute) and times generate.
+pytestmark = pytest.mark.slow
+
 TASK = "llama-inference"
 CONTEXT, NEW_TOKENS, BATCH = 128, 1, 4  # the original's context_length, generation_length, batch_size
 

@@ -23,6 +23,10 @@ from tests.data.fakes import FileServer
 from tests.shared_data import shared_mini
 from tests.tasks.test_smoke_tasks import grade as grade_task, load_function, prepare, tree_digest
 
+# The fast tier (-m "not slow") leaves this module out: it prepares the task's citation graph and imports
+# torch-geometric.
+pytestmark = pytest.mark.slow
+
 TASK = "ogbn-arxiv"
 ROOT = "networks/ogbn_arxiv"  # OGB's folder for the dataset under the original's root, networks/
 STARTER = pathlib.Path(__file__).resolve().parents[2] / "task_assets" / TASK / "env" / "train.py"

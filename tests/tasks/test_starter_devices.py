@@ -17,6 +17,10 @@ import sys
 
 import pytest
 
+# The fast tier (-m "not slow") leaves this module out: it imports each torch starter and reference with
+# torch, once per device.
+pytestmark = pytest.mark.slow
+
 ASSETS = pathlib.Path(__file__).resolve().parents[2] / "task_assets"
 SKELETONS = {"imdb/env/train.py"}  # starters with no model yet, as in the original: nothing to place on a device
 TORCH_SCRIPTS = sorted(
@@ -29,6 +33,7 @@ PINNING = {"set_num_threads", "use_deterministic_algorithms"}
 
 SETUP_PROBE = """
 import json, runpy, sys, torch
+
 torch.set_num_threads(3)  # a count no script pins
 if sys.argv[2] == "cuda":
     torch.cuda.is_available = lambda: True
