@@ -17,3 +17,12 @@ def kind(request) -> str:
     if reason is not None:
         pytest.skip(f"the {request.param} sandbox cannot run here: {reason}")
     return request.param
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test on the docker backend starts containers: it belongs to the slow tier (still in CI),
+    so that the fast tier (-m "not slow") runs every test on local and bwrap in a few minutes."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("kind") == "docker":
+            item.add_marker(pytest.mark.slow)

@@ -23,7 +23,8 @@ from pytest_mlab.sandbox.registry import sandbox_unavailable
 from tests.helpers import copy_toy_project, read_results, run_specs
 
 REASON = sandbox_unavailable("docker")
-pytestmark = pytest.mark.skipif(REASON is not None, reason=f"docker cannot run here: {REASON}")
+# every test here starts containers: the slow tier (still in CI), as every test on the docker backend
+pytestmark = [pytest.mark.skipif(REASON is not None, reason=f"docker cannot run here: {REASON}"), pytest.mark.slow]
 
 
 def mlab_containers(**labels: str) -> list:
