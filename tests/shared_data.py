@@ -6,7 +6,7 @@ answers to 100 batches); it was prepared four times a session.
 The data lives in the session's scratch folder (tests/isolation.py); a lock file per task makes
 the worker that comes second wait for the first one's data instead of preparing its own. Tests
 that change prepared files, or check that preparing is deterministic, prepare their own copy with
-``tests.tasks.test_smoke_tasks.prepare``.
+``tests.tasks.support.prepare``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from tests.isolation import session_scratch
 
 def shared_mini(task: str) -> tuple[Path, Path]:
     """(public, hidden) of the task's mini data with the harness's seed; read them, never write."""
-    from tests.tasks.test_smoke_tasks import prepare
+    from tests.tasks.support import prepare
 
     folder = session_scratch() / "mini-data"
     folder.mkdir(parents=True, exist_ok=True)

@@ -34,7 +34,7 @@ from tests.grading.support import TIMED_FAST, TIMED_STARTER, TinyTask, timed_tas
 from tests.grading.test_timing import measured_folder
 from tests.security.test_containment import tagged_processes
 from tests.shared_data import shared_mini
-from tests.tasks.test_smoke_tasks import load_function, make_workspace, prepare, task_spec
+from tests.tasks.support import load_function, make_workspace, prepare, task_spec
 
 CANARY = "sk-canary-" + uuid.uuid4().hex
 HONEST_STARTER_MIN = 0.6  # the starter's relative time is about 1.0; a successful attack is far below

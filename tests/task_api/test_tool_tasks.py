@@ -19,7 +19,7 @@ from pytest_mlab.task_api import ToolRun, score_tool_cases, write_fixtures
 from pytest_mlab.task_api._tool_tasks import tool_runs
 from pytest_mlab.trace import SnapshotStore
 from tests.security.test_containment import tagged_processes
-from tests.tasks.test_smoke_tasks import ASSETS, task_spec
+from tests.tasks.support import ASSETS, task_spec
 
 TASK = "literature-review-tool"
 PAPERS = [{"id": "2101.00001", "title": "Graph networks", "authors": ["A B"], "year": 2021, "abstract": "About graphs.",

@@ -16,7 +16,7 @@ import pytest
 from pytest_mlab.task_api import InvalidSubmission
 from tests.data.fakes import FileServer
 from tests.shared_data import shared_mini
-from tests.tasks.test_smoke_tasks import ASSETS, grade as grade_task, load_function, load_spec, prepare, tree_digest
+from tests.tasks.support import ASSETS, grade as grade_task, load_function, load_spec, prepare, tree_digest
 
 # The fast tier (-m "not slow") leaves this module out: it prepares the task's corpus and tokenizer and
 # imports transformers.

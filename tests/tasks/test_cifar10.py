@@ -21,7 +21,7 @@ from pytest_mlab.errors import DataError
 from pytest_mlab.task_api import InvalidSubmission
 from tests.data.fakes import FileServer
 from tests.shared_data import shared_mini
-from tests.tasks.test_smoke_tasks import grade as grade_task, load_function, prepare, tree_digest
+from tests.tasks.support import grade as grade_task, load_function, prepare, tree_digest
 
 # The fast tier (-m "not slow") leaves this module out: it prepares the task's image batches and imports
 # torch.

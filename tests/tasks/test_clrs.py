@@ -15,7 +15,7 @@ import pytest
 
 from pytest_mlab.task_api import InvalidSubmission
 from tests.shared_data import shared_mini
-from tests.tasks.test_smoke_tasks import grade as grade_task, load_function, prepare, tree_digest
+from tests.tasks.support import grade as grade_task, load_function, prepare, tree_digest
 
 # The fast tier (-m "not slow") leaves this module out: it draws CLRS-30 graphs with DeepMind's clrs package
 # and runs its model in JAX.
@@ -261,7 +261,7 @@ def test_the_problem_statement_points_at_the_right_lines():
     as the original does; an edit to either file must not leave them pointing elsewhere."""
     import re
 
-    from tests.tasks.test_smoke_tasks import ASSETS, load_spec
+    from tests.tasks.support import ASSETS, load_spec
 
     description = load_spec(TASK)["description"]
     pointers = re.findall(r"line (\d+) of (\w+\.py)", description)

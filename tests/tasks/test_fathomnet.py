@@ -21,7 +21,7 @@ from pytest_mlab.errors import DataError
 from pytest_mlab.task_api import InvalidSubmission
 from tests.data.fakes import FileServer, fake_kaggle
 from tests.shared_data import shared_mini
-from tests.tasks.test_smoke_tasks import ASSETS, grade as grade_task, load_function, make_workspace, prepare, \
+from tests.tasks.support import ASSETS, grade as grade_task, load_function, make_workspace, prepare, \
     run_script, tree_digest
 
 # The fast tier (-m "not slow") leaves this module out: it prepares the task's images and imports tensorflow.

@@ -22,7 +22,7 @@ from pytest_mlab.errors import DataError
 from pytest_mlab.task_api import InvalidSubmission
 from tests.data.fakes import fake_kaggle
 from tests.shared_data import shared_mini
-from tests.tasks.test_smoke_tasks import ASSETS, SEED, grade as grade_task, load_function, prepare, tree_digest
+from tests.tasks.support import ASSETS, SEED, grade as grade_task, load_function, prepare, tree_digest
 
 # The fast tier (-m "not slow") leaves this module out: it prepares the task's satellite frames and trains or
 # grades on them.

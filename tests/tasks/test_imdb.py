@@ -14,8 +14,8 @@ import pytest
 
 from pytest_mlab.task_api import InvalidSubmission
 from tests.shared_data import shared_mini
-from tests.tasks.test_smoke_tasks import (grade as grade_task, load_function, load_spec, make_workspace, prepare,
-                                          tree_digest)
+from tests.tasks.support import (grade as grade_task, load_function, load_spec, make_workspace, prepare,
+                                 tree_digest)
 
 # The fast tier (-m "not slow") leaves this module out: it prepares the task's reviews and tokenizer and
 # imports transformers.

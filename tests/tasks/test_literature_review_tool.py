@@ -1,5 +1,5 @@
 """The literature-review-tool task: fixtures and the automatic checks of its grader, with the tool
-run by the measure step in a sandbox (tests.tasks.test_smoke_tasks.grade)."""
+run by the measure step in a sandbox (tests.tasks.support.grade)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from pytest_mlab.task_api import InvalidSubmission
-from tests.tasks.test_smoke_tasks import ASSETS, grade as grade_task, load_spec, prepare, tree_digest
+from tests.tasks.support import ASSETS, grade as grade_task, load_spec, prepare, tree_digest
 
 TASK = "literature-review-tool"
 SCRIPT = "literature_review.py"

@@ -1,6 +1,6 @@
 """The llama-inference task's data recipes and timing grader (starter and reference run in the main job).
 
-Grading goes through the harness's path (tests.tasks.test_smoke_tasks.grade): the submitted
+Grading goes through the harness's path (tests.tasks.support.grade): the submitted
 inference.py runs in a sandbox, timed against the starter in one round (three executions), so a
 submission that runs to the end costs a round (marked slow); one that fails stops the measurement
 at once. No GPU is needed: the GPU timing is checked on measured folders written by hand and on a
@@ -23,7 +23,7 @@ from pytest_mlab.in_sandbox import mlab_measure
 from pytest_mlab.task_api import InvalidSubmission
 from tests.grading.test_timing import measured_folder
 from tests.shared_data import shared_mini
-from tests.tasks.test_smoke_tasks import ASSETS, grade as grade_task, load_function, load_spec, prepare, tree_digest
+from tests.tasks.support import ASSETS, grade as grade_task, load_function, load_spec, prepare, tree_digest
 
 # The fast tier (-m "not slow") leaves this module out: it builds the task's LLaMA model and its greedy
 # answers (mini data, about a minute) and times generate.
