@@ -72,6 +72,18 @@ def run_script(workspace: pathlib.Path, script: str = "train.py") -> tuple[str, 
     return completed.stdout, elapsed
 
 
+def edited_workspace(task: str, script: str, tmp_path: pathlib.Path, *replacements: tuple[str, str]) -> pathlib.Path:
+    """env/ (links followed, as the harness does) plus the reference tool, with text replacements."""
+    folder = tmp_path / "ws"
+    shutil.copytree(ASSETS / task / "env", folder)
+    code = (ASSETS / task / "reference" / script).read_text()
+    for old, new in replacements:
+        assert old in code, old
+        code = code.replace(old, new)
+    (folder / script).write_text(code)
+    return folder
+
+
 def task_spec(task: str):
     """The task as the harness builds it from specs/tasks/<task>.yaml."""
     from pytest_mlab.spec.project import Project

@@ -8,8 +8,7 @@ import pathlib
 import pytest
 
 from pytest_mlab.task_api import InvalidSubmission
-from tests.tasks.test_literature_review_tool import edited_workspace
-from tests.tasks.support import ASSETS, grade as grade_task, prepare, tree_digest
+from tests.tasks.support import ASSETS, edited_workspace, grade as grade_task, prepare, tree_digest
 
 TASK = "bibtex-generation"
 SCRIPT = "bibtex_generation.py"

@@ -3,18 +3,14 @@ and the skeleton starter."""
 
 from __future__ import annotations
 
-import pathlib
-import shutil
-import subprocess
-import sys
-
 import numpy as np
 import pandas as pd
 import pytest
 
 from pytest_mlab.errors import DataError, InvalidSubmission
 from tests.data.fakes import fake_kaggle
-from tests.tasks.kaggle_support import ASSETS, digests, grade, make_mini, module
+from tests.tasks.kaggle_support import ASSETS, assert_stops_at_the_missing, digests, filled_in_score, grade, \
+    make_mini, module
 
 TASK = "house-price"
 COLUMNS = ["Id", "MSSubClass", "MSZoning", "LotFrontage", "LotArea", "Street", "Alley", "LotShape", "LandContour",
@@ -136,35 +132,6 @@ def test_full_recipe_without_accepted_rules_says_where_to_accept_them(monkeypatc
 
 
 # --------------------------------------------------------------------------- the skeleton starter
-
-
-def run_starter(task: str, public: pathlib.Path, workspace: pathlib.Path,
-                block: str = "") -> subprocess.CompletedProcess:
-    """Run the task's env/train.py in a fresh workspace, with ``block`` written into the block it
-    leaves to fill in (just above the banner that closes it)."""
-    shutil.copytree(ASSETS / task / "env", workspace)
-    shutil.copytree(public, workspace, dirs_exist_ok=True)
-    lines = (workspace / "train.py").read_text().splitlines(keepends=True)
-    end = next(i for i, line in enumerate(lines) if "End of the block to fill in" in line) - 1
-    (workspace / "train.py").write_text("".join(lines[:end]) + block + "".join(lines[end:]))
-    return subprocess.run([sys.executable, "train.py"], cwd=workspace, capture_output=True, text=True, timeout=300,
-                          stdin=subprocess.DEVNULL)
-
-
-def assert_stops_at_the_missing(task: str, public: pathlib.Path, workspace: pathlib.Path, variable: str) -> None:
-    """The unchanged skeleton fails where it first needs what the block to fill in must define."""
-    completed = run_starter(task, public, workspace)
-    assert completed.returncode != 0 and f"NameError: name '{variable}' is not defined" in completed.stderr
-    assert not (workspace / "submission.csv").exists()
-
-
-def filled_in_score(task: str, data: tuple[pathlib.Path, pathlib.Path], workspace: pathlib.Path, block: str,
-                    printed: tuple[str, ...]) -> float:
-    """Run the skeleton with ``block`` filled in; it must print ``printed`` and write a valid submission."""
-    completed = run_starter(task, data[0], workspace, block)
-    assert completed.returncode == 0, completed.stderr
-    assert all(text in completed.stdout for text in printed), completed.stdout
-    return module(task, "grader").score(workspace, data[1])
 
 
 def test_the_agent_sees_the_originals_files():

@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from pytest_mlab.task_api import InvalidSubmission
-from tests.tasks.support import ASSETS, grade as grade_task, load_spec, prepare, tree_digest
+from tests.tasks.support import ASSETS, edited_workspace, grade as grade_task, load_spec, prepare, tree_digest
 
 TASK = "literature-review-tool"
 SCRIPT = "literature_review.py"
@@ -24,18 +24,6 @@ def hidden(tmp_path_factory):
 
 def grade(workspace: pathlib.Path, hidden: pathlib.Path) -> float:
     return grade_task(TASK, workspace, hidden)
-
-
-def edited_workspace(task: str, script: str, tmp_path: pathlib.Path, *replacements: tuple[str, str]) -> pathlib.Path:
-    """env/ (links followed, as the harness does) plus the reference tool, with text replacements."""
-    folder = tmp_path / "ws"
-    shutil.copytree(ASSETS / task / "env", folder)
-    code = (ASSETS / task / "reference" / script).read_text()
-    for old, new in replacements:
-        assert old in code, old
-        code = code.replace(old, new)
-    (folder / script).write_text(code)
-    return folder
 
 
 def workspace(tmp_path: pathlib.Path, *replacements: tuple[str, str]) -> pathlib.Path:

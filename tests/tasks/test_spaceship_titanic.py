@@ -8,8 +8,8 @@ import pytest
 
 from pytest_mlab.errors import InvalidSubmission
 from tests.data.fakes import fake_kaggle
-from tests.tasks.kaggle_support import ASSETS, digests, grade, make_mini, module
-from tests.tasks.test_house_price import assert_stops_at_the_missing, filled_in_score
+from tests.tasks.kaggle_support import ASSETS, assert_stops_at_the_missing, digests, filled_in_score, grade, \
+    make_mini, module
 
 TASK = "spaceship-titanic"
 COLUMNS = ["PassengerId", "HomePlanet", "CryoSleep", "Cabin", "Destination", "Age", "VIP", "RoomService",
