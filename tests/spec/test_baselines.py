@@ -7,7 +7,6 @@ import yaml
 
 from pytest_mlab.errors import SpecError
 from pytest_mlab.spec.baselines import Measurement, read_baselines, write_baselines
-from tests.spec.test_library import layout  # noqa: F401 - the fixture
 
 TASK = """\
     kind: Task

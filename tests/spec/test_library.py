@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import textwrap
 from collections import Counter
 from pathlib import Path
 
@@ -16,44 +14,8 @@ from pytest_mlab.spec.library import SpecLibrary
 from pytest_mlab.spec.reading import deep_merge, read_raw
 from pytest_mlab.spec.task_files import TaskFiles
 from pytest_mlab.spec.project import Project
-from tests.helpers import ACTIONS_DIR, AGENTS_DIR, REPO, TOY_PROJECT, task_yaml
-
-
-class Layout:
-    """A throw-away project: tasks/, agents/ and actions/ folders plus the toy task's assets."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.tasks = root / "specs" / "tasks"
-        self.agents = root / "agents"
-        self.actions = root / "specs" / "actions"
-        self.tasks.mkdir(parents=True)
-        shutil.copytree(AGENTS_DIR, self.agents)
-        shutil.copytree(ACTIONS_DIR, self.actions)
-        shutil.copytree(TOY_PROJECT / "task_assets", root / "task_assets")
-
-    def write(self, relative: str, text: str) -> Path:
-        path = self.root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-        return path
-
-    def project(self) -> Project:
-        return Project(self.root, self.actions, self.agents, self.tasks)
-
-    def task(self, relative: str) -> models.TaskSpec:
-        return self.project().task_from_file(self.root / relative)
-
-    def task_error(self, relative: str) -> SpecError:
-        with pytest.raises(SpecError) as excinfo:
-            self.task(relative)
-        return excinfo.value
-
-
-@pytest.fixture
-def layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Layout:
-    monkeypatch.chdir(tmp_path)  # messages show paths relative to the current directory
-    return Layout(tmp_path)
+from tests.helpers import ACTIONS_DIR, AGENTS_DIR, REPO, task_yaml
+from tests.spec.support import Layout
 
 
 PARENT = """\

@@ -11,7 +11,7 @@ import pytest
 from pytest_mlab.errors import DataError
 from pytest_mlab.spec.mlagentbench import PREPARE, SCORE, VARIANT, FolderTask, read_folder
 from tests.mlagentbench_folder import PROBLEM, spec, write_folder
-from tests.spec.test_library import Layout
+from tests.spec.support import Layout
 
 LOCAL = "  folder: ../../benchmarks/tab\n"
 SHA = "ab" * 32

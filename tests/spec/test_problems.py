@@ -11,13 +11,7 @@ from pytest_mlab.spec import task_checks
 from pytest_mlab.spec.problems import Problems
 from pytest_mlab.spec.yaml_lines import LineMap
 from tests.helpers import task_yaml
-from tests.spec.test_library import Layout
-
-
-@pytest.fixture
-def layout(tmp_path, monkeypatch: pytest.MonkeyPatch) -> Layout:
-    monkeypatch.chdir(tmp_path)  # messages show paths relative to the current directory
-    return Layout(tmp_path)
+from tests.spec.support import Layout
 
 
 def task_lines(layout: Layout, text: str) -> list[str]:
