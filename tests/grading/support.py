@@ -3,6 +3,7 @@ timing arithmetic and the attacks on grading: fast to run on every backend."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,3 +132,25 @@ def timed_task(root: Path, *, repeats: int = 3) -> TinyTask:
     return tiny_task(root, TIMED_MEASURE, grader=TIMED_GRADER, starter={"work.py": TIMED_STARTER},
                      hidden={"n.json": f'{{"n": {TIMED_N}}}', "expected.json": f'{{"value": {expected}}}'},
                      inputs=("n.json",), repeats=repeats, submission="work.py", name="tiny-timed")
+
+
+def measured_folder(root: Path, *, submission, starter, overhead, complete: bool = True,
+                    failed: tuple[str, int, int | None] | None = None, stopped: str | None = None) -> Path:
+    """A measured/ folder as the measure step writes it; ``failed``: (subject, index, returncode)
+    of the execution that stopped the measurement (None: it timed out)."""
+    measured = root / "measured"
+    times = {"submission": submission, "starter": starter, "overhead": overhead}
+    for name, values in times.items():
+        for index, value in enumerate(values):
+            folder = measured / name / str(index)
+            (folder / "out").mkdir(parents=True)
+            code, timed_out = 0, False
+            if failed and failed[:2] == (name, index):
+                code, timed_out = failed[2], failed[2] is None
+            (folder / "exec.json").write_text(json.dumps({
+                "subject": name, "phase": "overhead" if name == "overhead" else "run", "returncode": code,
+                "timed_out": timed_out, "timeout": 60, "cpu_time": value, "output_tail": "Traceback: boom",
+                "truncated": False, "truncated_reason": None, "skipped": []}))
+    (measured / "timing.json").write_text(json.dumps({"unit": "cpu_seconds", "repeats": 3, **times, "order": [],
+                                                      "complete": complete, "stopped": stopped}))
+    return measured

@@ -10,28 +10,7 @@ import pytest
 
 from pytest_mlab.errors import GradingError, InvalidSubmission
 from pytest_mlab.grading.timing import AGREEMENT, MIN_WORK_S, Timing, measured_enough, read_timing, relative_time
-
-
-def measured_folder(root: Path, *, submission, starter, overhead, complete: bool = True,
-                    failed: tuple[str, int, int | None] | None = None, stopped: str | None = None) -> Path:
-    """A measured/ folder as the measure step writes it; ``failed``: (subject, index, returncode)
-    of the execution that stopped the measurement (None: it timed out)."""
-    measured = root / "measured"
-    times = {"submission": submission, "starter": starter, "overhead": overhead}
-    for name, values in times.items():
-        for index, value in enumerate(values):
-            folder = measured / name / str(index)
-            (folder / "out").mkdir(parents=True)
-            code, timed_out = 0, False
-            if failed and failed[:2] == (name, index):
-                code, timed_out = failed[2], failed[2] is None
-            (folder / "exec.json").write_text(json.dumps({
-                "subject": name, "phase": "overhead" if name == "overhead" else "run", "returncode": code,
-                "timed_out": timed_out, "timeout": 60, "cpu_time": value, "output_tail": "Traceback: boom",
-                "truncated": False, "truncated_reason": None, "skipped": []}))
-    (measured / "timing.json").write_text(json.dumps({"unit": "cpu_seconds", "repeats": 3, **times, "order": [],
-                                                      "complete": complete, "stopped": stopped}))
-    return measured
+from tests.grading.support import measured_folder
 
 
 def test_relative_time_subtracts_start_up_from_the_fastest_of_each(tmp_path):

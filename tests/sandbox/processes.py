@@ -1,9 +1,12 @@
-"""Looking at processes from a test: whether one still runs, and its /proc/PID/stat fields."""
+"""Looking at processes from a test: whether one still runs, its /proc/PID/stat fields, and which
+processes carry a tag in their command line."""
 
 from __future__ import annotations
 
 import os
 import sys
+import time
+from pathlib import Path
 
 LINUX = sys.platform.startswith("linux")
 
@@ -28,3 +31,19 @@ def alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def tagged_processes(tag: str, wait_s: float = 2.0) -> list[int]:
+    """Live processes whose command line holds ``tag``, after giving killed ones ``wait_s`` to go."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                if tag.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    found.append(int(pid))
+            except OSError:
+                continue
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)

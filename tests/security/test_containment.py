@@ -32,24 +32,9 @@ from pytest_mlab.task_code import call_task_function
 from pytest_mlab.trace import SnapshotStore, TraceWriter
 from tests.env.support import repo_project
 from tests.helpers import REPO, run_specs
+from tests.sandbox.processes import tagged_processes
 
 MiB = 1 << 20
-
-
-def tagged_processes(tag: str, wait_s: float = 2.0) -> list[int]:
-    """Live processes whose command line holds ``tag``, after giving killed ones ``wait_s`` to go."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        found = []
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                if tag.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    found.append(int(pid))
-            except OSError:
-                continue
-        if not found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.05)
 
 
 @pytest.fixture

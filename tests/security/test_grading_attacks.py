@@ -30,9 +30,8 @@ from pytest_mlab.sandbox.base import SandboxOptions
 from pytest_mlab.sandbox.cgroups import Limits
 from pytest_mlab.sandbox.containment import cgroup_works
 from pytest_mlab.trace import SnapshotStore
-from tests.grading.support import TIMED_FAST, TIMED_STARTER, TinyTask, timed_task, tiny_task
-from tests.grading.test_timing import measured_folder
-from tests.security.test_containment import tagged_processes
+from tests.grading.support import TIMED_FAST, TIMED_STARTER, TinyTask, measured_folder, timed_task, tiny_task
+from tests.sandbox.processes import tagged_processes
 from tests.shared_data import shared_mini
 from tests.tasks.support import load_function, make_workspace, prepare, task_spec
 

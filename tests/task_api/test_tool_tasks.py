@@ -18,7 +18,7 @@ from pytest_mlab.sandbox.base import SandboxOptions
 from pytest_mlab.task_api import ToolRun, score_tool_cases, write_fixtures
 from pytest_mlab.task_api._tool_tasks import tool_runs
 from pytest_mlab.trace import SnapshotStore
-from tests.security.test_containment import tagged_processes
+from tests.sandbox.processes import tagged_processes
 from tests.tasks.support import ASSETS, task_spec
 
 TASK = "literature-review-tool"

@@ -21,7 +21,7 @@ import pytest
 from pytest_mlab.errors import GradingError
 from pytest_mlab.in_sandbox import mlab_measure
 from pytest_mlab.task_api import InvalidSubmission
-from tests.grading.test_timing import measured_folder
+from tests.grading.support import measured_folder
 from tests.shared_data import shared_mini
 from tests.tasks.support import ASSETS, grade as grade_task, load_function, load_spec, prepare, tree_digest
 
