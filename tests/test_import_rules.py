@@ -9,11 +9,10 @@ module is named only at run time cannot be checked here, so each must be declare
 from __future__ import annotations
 
 import ast
-import importlib.util
 import sys
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "pytest_mlab"
+from tests.imports import IMPORT_CALLS, PACKAGE, _called, _literal_module, imported_modules, module_name
 
 # Each part and what it may import, bottom up: data flows spec -> plan -> sandbox + environment ->
 # agent -> trace -> grade -> result -> report, and no part reaches back up the chain.
@@ -47,10 +46,6 @@ PYTEST_GLUE = {"plugin"}
 #: the standard library only (not even the ground parts).
 IN_SANDBOX = {"in_sandbox"}
 
-#: The calls that import a module named by a string (a literal one is read like an import
-#: statement) or load a file as a module.
-IMPORT_CALLS = ("import_module", "__import__", "spec_from_file_location")
-
 #: Imports whose module is named only at run time, keyed by (importing module, the call as
 #: written), each with why it is no edge back up the map. An undeclared one fails the rules.
 DYNAMIC_IMPORTS: dict[tuple[str, str], str] = {
@@ -79,48 +74,6 @@ def part_of(module: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
-def module_name(path: Path, package: Path) -> str:
-    relative = path.relative_to(package.parent).with_suffix("")
-    parts = list(relative.parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def is_module(name: str, package: Path) -> bool:
-    """Whether ``name`` is a module or subpackage of ``package`` (a file of it, not an attribute)."""
-    parts = name.split(".")
-    if parts[0] != package.name:
-        return False
-    path = package.parent.joinpath(*parts)
-    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
-
-
-def imported_modules(path: Path, package: Path) -> list[tuple[int, str]]:
-    """(line, module) of every import in the file, wherever it stands: relative imports resolved
-    (in a file of ``package``), ``from a import b`` as ``a.b`` where ``b`` is a module of the
-    package, and the calls of :data:`IMPORT_CALLS` that name a module by a literal string."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    here = module_name(path, package).split(".") if path.is_relative_to(package) else []
-    if path.name != "__init__.py":
-        here = here[:-1]  # the package the module is in
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.extend((node.lineno, alias.name) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = ".".join((here[:len(here) - node.level + 1] if node.level else []) +
-                            ([node.module] if node.module else []))
-            names = {f"{base}.{alias.name}" for alias in node.names}
-            found.extend((node.lineno, name) for name in sorted(names) if is_module(name, package))
-            if not all(is_module(name, package) for name in names):
-                found.append((node.lineno, base))
-        elif (isinstance(node, ast.Call) and _literal_module(node) is not None
-              and _called(node) != "spec_from_file_location"):
-            found.append((node.lineno, _literal_module(node)))
-    return found
-
-
 def dynamic_imports(path: Path) -> list[tuple[int, str]]:
     """(line, call as written) of every import in the file whose module is named at run time,
     and of every file it loads as a module."""
@@ -128,28 +81,6 @@ def dynamic_imports(path: Path) -> list[tuple[int, str]]:
     return [(node.lineno, ast.unparse(node)) for node in ast.walk(tree)
             if isinstance(node, ast.Call) and _called(node) in IMPORT_CALLS
             and (_literal_module(node) is None or _called(node) == "spec_from_file_location")]
-
-
-def _called(call: ast.Call) -> str:
-    """The name of the function a call calls: ``importlib.import_module(...)`` -> ``import_module``."""
-    function = call.func
-    return function.attr if isinstance(function, ast.Attribute) else function.id if isinstance(function, ast.Name) else ""
-
-
-def _literal_module(call: ast.Call) -> str | None:
-    """The module an import call names by string literals (a relative name with a literal
-    package resolved), else None."""
-    if _called(call) not in IMPORT_CALLS or not call.args:
-        return None
-    name, *rest = call.args
-    if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
-        return None
-    if not name.value.startswith("."):
-        return name.value
-    anchor = rest[0] if rest else next((k.value for k in call.keywords if k.arg == "package"), None)
-    if isinstance(anchor, ast.Constant) and isinstance(anchor.value, str):
-        return importlib.util.resolve_name(name.value, anchor.value)
-    return None
 
 
 def violations(package: Path, declared: dict[tuple[str, str], str] = DYNAMIC_IMPORTS) -> list[str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pytest_mlab import task_api
 from tests.helpers import REPO, TOY_PROJECT
-from tests.test_import_rules import PACKAGE, imported_modules
+from tests.imports import PACKAGE, imported_modules
 
 API = task_api.__name__
 TASK_CODE = sorted([*(REPO / "task_assets").rglob("*.py"), *(TOY_PROJECT / "task_assets").rglob("*.py")])
