@@ -1,11 +1,12 @@
 """Tiny tasks with a measure step, built in a temporary folder, for tests of the measure step, the
-timing arithmetic and the attacks on grading: fast to run on every backend."""
+timing arithmetic and the attacks on grading: fast to run on every backend. Also a measured/ folder
+written by hand, and a bare task spec for the verdict's tests."""
 
 from __future__ import annotations
 
 import json
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pytest_mlab.data.cache import PreparedData
@@ -154,3 +155,9 @@ def measured_folder(root: Path, *, submission, starter, overhead, complete: bool
     (measured / "timing.json").write_text(json.dumps({"unit": "cpu_seconds", "repeats": 3, **times, "order": [],
                                                       "complete": complete, "stopped": stopped}))
     return measured
+
+
+def task(direction: str = "maximize", **overrides) -> TaskSpec:
+    spec = TaskSpec(name="t", description="d", source="specs/tasks/t.yaml", line=1, assets=Path("."),
+                    metric=Metric("accuracy", direction, FunctionRef("grader.py", "score")), data={})
+    return replace(spec, **overrides)

@@ -16,7 +16,7 @@ from pytest_mlab.results.resume import finished_result
 from pytest_mlab.runner import execute
 from pytest_mlab.spec.plan import Settings, compile_plans
 from pytest_mlab.spec.project import Project
-from tests.grading.test_verdict import task
+from tests.grading.support import task
 from tests.helpers import copy_toy_project
 
 REJECTING = ("from pytest_mlab.task_api import InvalidSubmission\n"

@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
 from pytest_mlab.grading.grader import Grade
 from pytest_mlab.grading.verdict import improvement, judge
-from pytest_mlab.spec.models import FunctionRef, Metric, TaskSpec
-
-
-def task(direction: str = "maximize", **overrides) -> TaskSpec:
-    spec = TaskSpec(name="t", description="d", source="specs/tasks/t.yaml", line=1, assets=Path("."),
-                    metric=Metric("accuracy", direction, FunctionRef("grader.py", "score")), data={})
-    return replace(spec, **overrides)
+from pytest_mlab.spec.models import FunctionRef, Metric
+from tests.grading.support import task
 
 
 @pytest.mark.parametrize("score, baseline, higher, expected", [
