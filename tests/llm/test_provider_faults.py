@@ -12,7 +12,7 @@ from pytest_mlab.llm.sampling import Sampling
 from pytest_mlab.llm.session import LLMSession
 from pytest_mlab.trace import TraceWriter
 from tests.llm.fake_provider import CONTEXT_LENGTH_BODY, Reply
-from tests.llm.test_session import llm_records
+from tests.llm.session_support import llm_records
 
 MODEL = "openai/fake-model"  # litellm's OpenAI client, with no price and no context size known
 

@@ -16,7 +16,8 @@ from pytest_mlab.llm.sampling import DEFAULT_SAMPLING, Sampling, sampling_for
 from pytest_mlab.llm.scripted import ScriptedProvider
 from pytest_mlab.llm.session import LLMSession
 from pytest_mlab.results.budget import Budget, Ledger
-from pytest_mlab.trace import TraceWriter, read_trace
+from pytest_mlab.trace import TraceWriter
+from tests.llm.session_support import llm_records
 
 litellm: ModuleType  # bound by the fixture below, at the first test of this module
 
@@ -86,10 +87,6 @@ def clock():
 def trace(tmp_path):
     with TraceWriter(tmp_path / "trace.jsonl") as writer:
         yield writer
-
-
-def llm_records(trace: TraceWriter) -> list[dict]:
-    return [r for r in read_trace(trace.path) if r["type"] == "llm"]
 
 
 def real_session(trace, clock, cache=None, attempts=5, **sampling) -> LLMSession:
