@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from pytest_mlab.results.budget import Budget, Ledger
-from tests.results.test_budget_resume import in_processes
+from tests.results.support import in_processes
 
 COST = 0.3
 LIMIT = 1.0

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import multiprocessing
-
 import pytest
 
 from pytest_mlab.results.budget import Ledger, over_budget
 from pytest_mlab.results.record import RunResult
 from pytest_mlab.results.resume import finished_result
 from tests.results.builders import run, saved_run
+from tests.results.support import in_processes
 
 
 def _spend(out_dir: str, index: int) -> None:
@@ -17,16 +16,6 @@ def _spend(out_dir: str, index: int) -> None:
 
     for _ in range(10):
         Ledger(Path(out_dir)).add(f"run-{index}", 0.25)
-
-
-def in_processes(target, out_dir, count: int) -> None:
-    """``target(out_dir, index)`` in ``count`` processes at once, as xdist workers would."""
-    context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=target, args=(str(out_dir), index)) for index in range(count)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
 
 
 def test_ledger_sums_what_several_processes_spent(tmp_path):

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.results.test_html import COMPLETION, EVIL, PROMPT, STEPS, report
+from tests.results.support import COMPLETION, EVIL, PROMPT, STEPS, report
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 CHROMEDRIVER = "/usr/bin/chromedriver"
