@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from pytest_mlab.agents.parsing import read_response
-from tests.agents.test_parsing_corpus import PROFILES, actions_of, deliberately_different, original_reading
+from tests.agents.support import PROFILES, actions_of, deliberately_different, original_reading
 
 ACTIONS = actions_of("research")
 ENTRY_SETS = [profile["entries"] for profile in PROFILES.values()]
