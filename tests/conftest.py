@@ -29,6 +29,10 @@ import pytest_mlab.spec.builders  # noqa: F401
 
 from tests.helpers import copy_toy_project
 
+# Support modules whose helpers assert (they came out of test modules): pytest rewrites their asserts
+# as it does a test module's, so a failing one still shows its values. Registered before any imports them.
+pytest.register_assert_rewrite("tests.tasks.support", "tests.tasks.kaggle_support")
+
 # tests.isolation: this session's results, cache and locks in a scratch folder of its own, never the
 # user's; tests.sandbox.backends: the ``kind`` fixture, every sandbox backend that can run here
 pytest_plugins = ["tests.isolation", "pytester", "tests.sandbox.backends"]
