@@ -86,7 +86,7 @@ def chromium() -> str:
 
 @pytest.fixture
 def page(tmp_path, chromium):
-    """The report of tests/results/test_html.py's runs, and a way to open it at a URL suffix."""
+    """The report of tests/results/support.py's runs, and a way to open it at a URL suffix."""
     path = report(tmp_path)[0]
 
     def opened(suffix: str = "") -> Node:
