@@ -99,7 +99,7 @@ def read_baselines(path: Path, task: str, display: str) -> dict[str, Measurement
     from pytest_mlab.spec.schemas import validate
     from pytest_mlab.spec.yaml_lines import load_yaml_with_lines
 
-    if not path.is_file():  # a task's spec reads no file that is missing (task_baselines): a command's request
+    if not path.is_file():  # a spec never asks for a missing file (task_baselines); the commands (--add) may
         raise SpecError(display, None, "", "no such baselines file; measure one with "
                                            f"`pytest-mlab baseline {task} --data VARIANT --write`")
     data, lines = load_yaml_with_lines(path, display)
