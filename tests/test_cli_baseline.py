@@ -313,3 +313,80 @@ def test_every_baseline_this_project_records_was_measured_on_its_task_as_it_is(c
     out = capsys.readouterr().out
     assert code == 0, out
     assert "clrs (full): current" in out  # the check did look at the catalogue
+
+
+# --- authoring: a new task, or one that extends another, is measured after it is written ------------
+
+
+def project_at(root: Path):
+    """The project's specs, read afresh (a Project keeps the tasks it built)."""
+    from pytest_mlab.spec.project import Project
+
+    return Project(root, root / "specs" / "actions", root / "agents", root / "specs" / "tasks")
+
+
+def new_task(project: Path, name: str = "my-task") -> Path:
+    """The toy spec copied as a new task the way the authoring guide says: renamed, its baselines
+    file named after it (not measured yet)."""
+    spec = project / "specs" / "tasks" / f"{name}.yaml"
+    toy = (project / "specs" / "tasks" / "toy.yaml").read_text()
+    spec.write_text(toy.replace("name: toy", f"name: {name}").replace(
+        "baseline: {mini: 90.0, tolerance: 0.01}", f"baseline: {{measured: ../baselines/{name}.yaml}}"))
+    (project / "specs" / "tasks" / "toy.yaml").unlink()
+    return spec
+
+
+def test_a_new_tasks_runs_are_skipped_with_the_command_that_measures_its_baseline(pytester, toy_project, mlab_cache,
+                                                                                   capsys, monkeypatch):
+    from tests.helpers import output_of
+
+    new_task(toy_project)
+    command = "`pytest-mlab baseline my-task --data mini --write`"
+    result = run_specs(pytester, "-rs", cache_dir=mlab_cache)
+    result.assert_outcomes(skipped=2)  # the baseline and the reference run: each is graded against the baseline
+    assert result.ret == pytest.ExitCode.USAGE_ERROR  # nothing ran: CI must not go green on an unmeasured task
+    out = output_of(result)
+    assert f"pytest-mlab: no 'mini' baseline yet for 1 task(s): my-task; their runs are skipped (each is graded " \
+           f"against it). Measure them: {command}" in out
+    assert "task 'my-task' has no 'mini' baseline yet (specs/baselines/my-task.yaml does not exist): measure it " \
+           f"with {command}" in out
+    assert run_specs(pytester, "--mlab-allow-skips", cache_dir=mlab_cache).ret == pytest.ExitCode.OK
+    fake_runs(monkeypatch, 42.0)
+    assert main(["baseline", "my-task", "--runs", "1", "--write", "--root", str(toy_project)]) == 0
+    assert yaml.safe_load((toy_project / "specs" / "baselines" / "my-task.yaml").read_text())["task"] == "my-task"
+    result = run_specs(pytester, "--collect-only", cache_dir=mlab_cache)
+    assert result.ret == pytest.ExitCode.OK and "no 'mini' baseline" not in output_of(result)
+
+
+def test_a_task_that_extends_a_measured_one_and_changes_its_score_is_measured_into_its_own_file(tmp_path, capsys,
+                                                                                                  monkeypatch):
+    from pytest_mlab.spec.baselines import missing_baseline
+
+    project = git_project(tmp_path)
+    recorded_here(project, 90.0)
+    same = project / "specs" / "tasks" / "same.yaml"
+    same.write_text("kind: Task\nname: same\nextends: toy\ndescription: Add the numbers up.\n")
+    child = project / "specs" / "tasks" / "child.yaml"
+    child.write_text("kind: Task\nname: child\nextends: toy\nlimits: {execute_timeout: 1s}\n")
+    tasks = project_at(project)
+    assert tasks.task_from_file(same).baseline == {"mini": 90.0}
+    assert "the baselines of 'toy' do not apply: this task changes limits" in \
+        missing_baseline(tasks.task_from_file(child), "mini")
+    fake_runs(monkeypatch, 85.0)
+    assert main(["baseline", "child", "--runs", "1", "--write", "--root", str(project)]) == 0
+    assert child.read_text().endswith("baseline:\n  measured: ../baselines/child.yaml\n")
+    assert project_at(project).task_from_file(child).baseline == {"mini": 85.0}
+    assert main(["baseline", "--check", "--root", str(project)]) == 1  # child's runs: at an uncommitted spec
+    assert "toy (mini): current" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_the_copied_task_loop_ends_measure_then_run(pytester, toy_project, mlab_cache, capsys):
+    """Collect a new task (skipped), run the command its skip names (the real starter), collect and
+    run again: the runs are graded against the measured baseline."""
+    new_task(toy_project)
+    run_specs(pytester, cache_dir=mlab_cache).assert_outcomes(skipped=2)
+    assert main(["baseline", "my-task", "--runs", "1", "--write", "--root", str(toy_project), "--cache",
+                 str(mlab_cache)]) == 0
+    assert "my-task (mini): 1 run(s) of the starter: 90" in capsys.readouterr().out
+    run_specs(pytester, cache_dir=mlab_cache).assert_outcomes(passed=2)

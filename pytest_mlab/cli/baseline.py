@@ -37,10 +37,8 @@ from pathlib import Path
 
 from pytest_mlab.data import default_cache_dir
 from pytest_mlab.errors import MlabError
-from pytest_mlab.spec.baselines import Measurement, read_baselines, write_baselines
+from pytest_mlab.spec.baselines import Measurement, default_file, read_baselines, scored_differences, write_baselines
 
-#: Where a task's baselines file goes when its spec names none: beside the tasks folder.
-DEFAULT_FOLDER = Path("..") / "baselines"
 #: What must match for runs measured at two times to count as one sample (``--add``).
 SAME_MACHINE = ("hostname", "python", "cpus", "gpus")
 
@@ -173,14 +171,9 @@ def check_current(root: Path, names: list[str]) -> int:
     return 1 if stale else 0
 
 
-#: Spec keys that cannot move the baseline agent's score: its recorded baseline, which recording
-#: edits, and the problem statement, which the baseline agent never reads.
-_NOT_SCORED_SPEC_KEYS = ("baseline", "description")
-
-
 def _changed_since(root: Path, commit: str, spec: Path, assets: Path) -> str | None:
     """What differs in the task between ``commit`` and the working tree, or why that cannot be told;
-    None when nothing does. Left out: the spec's keys in ``_NOT_SCORED_SPEC_KEYS``, the reference
+    None when nothing does. Left out: the spec's keys that cannot move the score (``scored_differences``), the reference
     solution (``reference/`` of the assets), which the baseline agent never runs, and which module
     of pytest_mlab a task file imports a name from (``_same_but_harness_imports``)."""
     if not commit or commit == "unknown":
@@ -196,12 +189,7 @@ def _changed_since(root: Path, commit: str, spec: Path, assets: Path) -> str | N
         return str(exc)
     import yaml
 
-    def scored_part(text: str) -> object:
-        data = yaml.safe_load(text)
-        return {key: value for key, value in data.items() if key not in _NOT_SCORED_SPEC_KEYS} \
-            if isinstance(data, dict) else data
-
-    if scored_part(then) != scored_part(spec.read_text(encoding="utf-8")):
+    if scored_differences(yaml.safe_load(then), yaml.safe_load(spec.read_text(encoding="utf-8"))):
         changed.insert(0, os.path.relpath(spec, root))
     return ", ".join(changed) or None
 
@@ -328,9 +316,9 @@ def baselines_file(spec: Path, task: str) -> tuple[str, Path]:
     except yaml.YAMLError as exc:
         raise MlabError(f"{spec}: cannot read the spec to find its baselines file: {exc}") from None
     baseline = baseline if isinstance(baseline, dict) else {}
-    relative = baseline.get("measured") if isinstance(baseline.get("measured"), str) \
-        else (DEFAULT_FOLDER / f"{task}.yaml").as_posix()
-    return relative, spec.parent / relative
+    if isinstance(baseline.get("measured"), str):
+        return baseline["measured"], spec.parent / baseline["measured"]
+    return default_file(spec, task)
 
 
 def edit_baseline_mapping(path: Path, set_values: dict[str, str], remove: tuple[str, ...] = ()) -> None:

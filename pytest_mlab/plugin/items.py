@@ -58,12 +58,15 @@ class TaskFile(SpecFile):
     def collect(self):
         from pytest_mlab.data.requirements import unmet_requirement
         from pytest_mlab.llm.providers import unavailable as llm_unavailable
+        from pytest_mlab.spec.baselines import missing_baseline
 
         config = self.config
         config.stash[TASKS_COLLECTED] = True
         settings = config.stash[SETTINGS]
         task, plans = compile_file(settings, project_of(config), self.path)
-        skip_reason = unmet_requirement(task, settings.variant, settings.cache_dir, preparing=settings.prepare)
+        # every run is graded against the variant's baseline: none, and no run can pass or fail
+        skip_reason = unmet_requirement(task, settings.variant, settings.cache_dir, preparing=settings.prepare) \
+            or missing_baseline(task, settings.variant)
         _register_tags(config, task.tags)
         for tag in (*task.tags, "mlab"):  # on the file once: its items inherit them for -m and -k
             self.add_marker(tag)

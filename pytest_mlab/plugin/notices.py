@@ -37,16 +37,13 @@ def _uses_llm(project, name: str) -> bool:
 
 
 def missing_baseline_notice(items: list[pytest.Item]) -> str | None:
-    """Tasks collected for a data variant they have, but with no baseline for it: every run of
-    theirs would end as "no baseline", which the user should hear before spending the compute."""
-    missing: dict[str, str] = {}
-    for item in items:
-        plan = item.plan
-        if plan.variant in plan.task.data and plan.baseline is None:
-            missing.setdefault(plan.task.name, plan.variant)
+    """Tasks collected for a data variant they have, but with no baseline for it: their runs are
+    skipped, which the user should hear once, with the command that measures them all."""
+    missing = {item.plan.task.name: item.plan.variant for item in items
+               if item.plan.variant in item.plan.task.data and item.plan.baseline is None}
     if not missing:
         return None
-    variants = sorted(set(missing.values()))
-    names = ", ".join(sorted(missing))
-    return (f"pytest-mlab: no {'/'.join(variants)} baseline for {len(missing)} task(s): {names}; their runs end as "
-            f"'no baseline'. Measure one with `pytest-mlab baseline TASK --data {variants[0]} --runs 8 --write`")
+    names = " ".join(sorted(missing))
+    variant = next(iter(missing.values()))  # one session, one data variant
+    return (f"pytest-mlab: no '{variant}' baseline yet for {len(missing)} task(s): {names}; their runs are skipped "
+            f"(each is graded against it). Measure them: `pytest-mlab baseline {names} --data {variant} --write`")

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from pytest_mlab.spec import models
 from pytest_mlab.spec.agent_options import check_options, check_with_class, implementation_class
-from pytest_mlab.spec.baselines import task_baselines
+from pytest_mlab.spec.baselines import baselines_source, task_baselines
 from pytest_mlab.spec.library import SpecLibrary
 from pytest_mlab.spec.mlagentbench import folder_spec
 from pytest_mlab.spec.problems import Problems
@@ -96,8 +96,9 @@ def build_task(raw: RawSpec, library: SpecLibrary, root: Path, files: TaskFiles 
         path = ("data", variant, "prepare")
         prepares[variant] = problems.run(lambda: _function(assets, variant_data["prepare"], fail, path, files),
                                          path, in_assets)
+    source = baselines_source(data, raw, library)
     baselines = task_baselines(as_mapping(data.get("baseline")), raw, prepares if isinstance(data.get("data"), dict) else None,
-                           problems)
+                               problems, source)
     starter = data.get("starter", "train.py")
     starter_at = ("starter",) if "starter" in data else ("assets",)
     if folder is None:  # a folder's starter is checked in the folder

@@ -118,6 +118,7 @@ class TaskSpec:
     baseline_tolerances: dict[str, float] = field(default_factory=dict)  # measured variants: from their spread
     baseline_pinned: frozenset[str] = frozenset()  # variants whose value is fixed, not measured
     baseline_origins: dict[str, str] = field(default_factory=dict)  # where each value comes from, for people
+    baseline_missing: str = ""  # why a variant without a value has none (its baselines file does not exist, ...)
     success_improvement: float = DEFAULT_SUCCESS_IMPROVEMENT
     limits: Limits = Limits()
     requires: Requirements = Requirements()
