@@ -2,6 +2,7 @@
 
 Run: python bench/parallelism.py [--tasks diabetes,house-price,spaceship-titanic,parkinsons-disease]
                                  [--workers 2] [--rounds 2] [--agent baseline] [--json FILE]
+                                 [--pytest-args "-p no:hypothesispytest"]
 
 The tasks' mini data is prepared once, before anything is timed; every session then gets its
 own copy of that cache and its own results folder, so no session reuses another's outputs or
@@ -27,6 +28,7 @@ import argparse
 import json
 import os
 import resource
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -86,13 +88,15 @@ def prepare(tasks: list[str], cache: Path) -> None:
                        cwd=REPO, env=ENV, check=True, stdout=subprocess.DEVNULL)
 
 
-def session(tasks: list[str], agent: str, workers: int, prepared: Path, scratch: Path, index: int) -> dict[str, Any]:
-    """One pytest session of the tasks' ``agent`` items with ``-n workers``, in private folders."""
+def session(tasks: list[str], agent: str, workers: int, prepared: Path, scratch: Path, index: int,
+            extra: list[str]) -> dict[str, Any]:
+    """One pytest session of the tasks' ``agent`` items with ``-n workers`` and ``extra`` arguments,
+    in private folders."""
     out, cache = scratch / f"out-{index}", scratch / f"cache-{index}"
     shutil.copytree(prepared, cache, symlinks=True)
     specs = [f"specs/tasks/{task}.yaml" for task in tasks]
     argv = [sys.executable, "-m", "pytest", *specs, "-k", agent, "-n", str(workers), "-q", "-p", "no:cacheprovider",
-            "--mlab-out", str(out), "--mlab-cache", str(cache)]
+            "--mlab-out", str(out), "--mlab-cache", str(cache), *extra]
     group = CpuGroup()
     load = os.getloadavg()[0]
     before, started = children_cpu(), time.perf_counter()
@@ -130,6 +134,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="pairs of sessions (-n 0 then -n N)")
     parser.add_argument("--agent", default="baseline", help="which items of each task (a -k expression)")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--pytest-args", default="", help="more pytest arguments for every session (one string)")
     args = parser.parse_args()
     tasks = args.tasks.split(",")
     with tempfile.TemporaryDirectory(prefix="bench-parallelism-") as folder:
@@ -138,7 +143,8 @@ def main() -> None:
         sessions = []
         for round_ in range(args.rounds):
             for workers in (0, args.workers):
-                sessions.append(session(tasks, args.agent, workers, scratch / "prepared", scratch, len(sessions)))
+                sessions.append(session(tasks, args.agent, workers, scratch / "prepared", scratch, len(sessions),
+                                        shlex.split(args.pytest_args)))
                 print(json.dumps(sessions[-1]), flush=True)
     results = {"cores": os.cpu_count(), "tasks": tasks, "sessions": sessions, "summary": summary(sessions, args.workers)}
     print(json.dumps(results["summary"], indent=1))
