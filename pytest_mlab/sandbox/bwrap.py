@@ -48,6 +48,7 @@ from pytest_mlab.sandbox.gpus import cuda_environment
 from pytest_mlab.sandbox.host_runtime import ETC_FILES, SYSTEM_DIRS, python_dirs
 from pytest_mlab.sandbox.local import LocalSandbox
 from pytest_mlab.sandbox.owner import owned_prefix
+from pytest_mlab.sandbox.threads import thread_environment
 
 HOME = "/tmp/home"
 _NETWORKETC_FILES = ("resolv.conf",)
@@ -149,8 +150,8 @@ class BwrapSandbox(LocalSandbox):
         self._path = f"{python_bin}:/usr/local/bin:/usr/bin:/bin"
 
     def _environment(self, env: dict[str, str] | None) -> dict[str, str]:
-        return clean_environment({"HOME": HOME, "TMPDIR": "/tmp", "PATH": self._path, **self._base_env, **(env or {}),
-                                  **cuda_environment(self.options.gpus)})
+        return clean_environment({**thread_environment(), "HOME": HOME, "TMPDIR": "/tmp", "PATH": self._path,
+                                  **self._base_env, **(env or {}), **cuda_environment(self.options.gpus)})
 
     def exec(self, argv: list[str], *, timeout: float, output_limit: int, env: dict[str, str] | None = None,
              stdin: str | None = None) -> ExecResult:

@@ -40,6 +40,7 @@ from pytest_mlab.sandbox.environ import clean_environment
 from pytest_mlab.sandbox.gpus import cuda_environment
 from pytest_mlab.sandbox.owner import owned_prefix
 from pytest_mlab.sandbox.process_tree import ProcessTree, kill_known, pipe_writers, reap, wait_for_exit
+from pytest_mlab.sandbox.threads import thread_environment
 from pytest_mlab.sandbox.workspace import HostWorkspace, OnHostWorkspace, remove_tree
 
 _EOF_WAIT_S = 0.5  # how long killed writers get to release the pipes before we search /proc
@@ -104,8 +105,10 @@ class LocalSandbox(OnHostWorkspace, Sandbox):
 
     def _environment(self, env: dict[str, str] | None) -> dict[str, str]:
         """An allow-list, never the harness environment: API keys and the like stay out.
-        ``base_env`` and then ``env`` override the defaults; nothing overrides the item's GPUs."""
-        return clean_environment({"HOME": str(self._home), "TMPDIR": str(self._tmp), **self._base_env, **(env or {}),
+        ``base_env`` and then ``env`` override the defaults (the item's thread share, see
+        :mod:`.threads`, among them); nothing overrides the item's GPUs."""
+        return clean_environment({**thread_environment(), "HOME": str(self._home), "TMPDIR": str(self._tmp),
+                                  **self._base_env, **(env or {}),
                                   **cuda_environment(self.options.gpus)})
 
     def exec(
