@@ -58,7 +58,13 @@ def pytest_configure(config: pytest.Config) -> None:
             project_of(config).agent(name, wanted_by=(settings.agents_source, None, ""))
         except SpecError as exc:
             raise pytest.UsageError(str(exc)) from None
-    _check_models(settings)
+    if not hasattr(config, "workerinput"):  # workers get the answers with their workerinput
+        from pytest_mlab.plugin.model_checks import check_typed_models
+
+        try:
+            check_typed_models(config)
+        except UsageError as exc:
+            raise pytest.UsageError(str(exc)) from None
     if any((settings.llm, settings.fast_llm, settings.edit_llm)) and _parallel(config):
         from pytest_mlab.llm.providers import HUMAN
 
@@ -221,15 +227,13 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
     return None
 
 
-def _check_models(settings) -> None:
-    """A model typed on the command line that litellm cannot route is a usage error before any run,
-    not a crash in every run counted against the agent."""
-    from pytest_mlab.llm.providers import unroutable
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """pytest-xdist, on the controller, as each worker starts: the answers about the session's
+    models go with it, so no worker asks litellm again."""
+    from pytest_mlab.plugin.model_checks import hand_over
 
-    for option, model in (("--llm", settings.llm), ("--fast-llm", settings.fast_llm), ("--edit-llm", settings.edit_llm)):
-        reason = unroutable(model) if model else None
-        if reason:
-            raise pytest.UsageError(f"{option}={model}: {reason}")
+    hand_over(node.config, node.workerinput)
 
 
 def _parallel(config: pytest.Config) -> bool:

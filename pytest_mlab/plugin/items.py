@@ -58,18 +58,21 @@ class TaskFile(SpecFile):
     def collect(self):
         from pytest_mlab.data.requirements import unmet_requirement
         from pytest_mlab.llm.providers import unavailable as llm_unavailable
+        from pytest_mlab.plugin.model_checks import model_check
 
         config = self.config
         config.stash[TASKS_COLLECTED] = True
         settings = config.stash[SETTINGS]
         task, plans = compile_file(settings, project_of(config), self.path)
+        check = model_check(config)
         skip_reason = unmet_requirement(task, settings.variant, settings.cache_dir, preparing=settings.prepare)
         _register_tags(config, task.tags)
         for tag in (*task.tags, "mlab"):  # on the file once: its items inherit them for -m and -k
             self.add_marker(tag)
         for plan in plans:
             item = MlabItem.from_parent(self, name=plan.run_id, plan=plan)
-            reason = skip_reason or (llm_unavailable(plan.llms, task.name, plan.invocation_dir) if plan.llms else None)
+            reason = skip_reason or (llm_unavailable(plan.llms, task.name, plan.invocation_dir, check)
+                                     if plan.llms else None)
             if reason:
                 item.add_marker(pytest.mark.skip(reason=reason))
                 item.user_properties.append((UNMET_PROPERTY, reason))
