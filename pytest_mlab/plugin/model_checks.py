@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import pytest
 
-from pytest_mlab.errors import SpecError, UsageError
+from pytest_mlab.errors import MlabError, SpecError, UsageError
 from pytest_mlab.plugin.state import SETTINGS, project_of
 
 #: model -> why it cannot be called here, or None: this process's answers, asked or handed over
@@ -58,17 +58,17 @@ def session_models(config: pytest.Config) -> list[str]:
 def check_typed_models(config: pytest.Config) -> None:
     """A typed model litellm cannot route, or one an agent of the session calls without its key,
     is a :class:`UsageError` naming the option and what to do."""
-    from pytest_mlab.llm.providers import unroutable
-
     settings = config.stash[SETTINGS]
     typed = [(option, model) for option, model in (("--llm", settings.llm), ("--fast-llm", settings.fast_llm),
                                                    ("--edit-llm", settings.edit_llm)) if model]
+    if not typed:
+        return
+    from pytest_mlab.llm.providers import unroutable
+
     for option, model in typed:
         reason = unroutable(model)
         if reason:
             raise UsageError(f"{option}={model}: {reason}")
-    if not typed:
-        return
     used, check = session_models(config), model_check(config)
     for option, model in typed:
         reason = check(model) if model in used else None
@@ -77,6 +77,10 @@ def check_typed_models(config: pytest.Config) -> None:
 
 
 def hand_over(config: pytest.Config, workerinput: dict[str, Any]) -> None:
-    """Put this session's answers into a starting worker's ``workerinput`` (asked once, for all workers)."""
+    """Put this session's answers into a starting worker's ``workerinput`` (asked once, for all
+    workers). Specs that cannot be read hand nothing over: the workers report them when they collect."""
     check = model_check(config)
-    workerinput[WORKER_KEY] = {model: check(model) for model in session_models(config)}
+    try:
+        workerinput[WORKER_KEY] = {model: check(model) for model in session_models(config)}
+    except MlabError:
+        workerinput[WORKER_KEY] = {}
