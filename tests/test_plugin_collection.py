@@ -706,3 +706,28 @@ def test_what_an_agent_class_requires_is_checked_at_collection(pytester, toy_pro
     output = output_of(result)
     assert expected in output, output
     assert_no_traceback(output)
+
+
+# ------------------------------------------------------------------ a run with no spec
+
+#: What a session that collects no Task spec must not load: the LLM layer, the sandbox backends and
+#: their clean-up, the results writers, the spec reader, and the heavy libraries under them.
+NOT_FOR_PLAIN_TESTS = ("pytest_mlab.llm", "pytest_mlab.sandbox.leftovers", "pytest_mlab.sandbox.local",
+                       "pytest_mlab.sandbox.bwrap", "pytest_mlab.results.gate", "pytest_mlab.results.store",
+                       "pytest_mlab.results.report", "pytest_mlab.spec.project", "litellm", "pandas",
+                       "matplotlib", "docker", "jsonschema")
+
+
+def test_a_run_that_collects_no_spec_loads_neither_the_engine_nor_heavy_libraries(pytester) -> None:
+    pytester.makeconftest(f"""
+        import json, sys
+
+        def pytest_unconfigure(config):
+            loaded = [name for name in {NOT_FOR_PLAIN_TESTS!r} if name in sys.modules]
+            with open("loaded.json", "w") as out:
+                json.dump(loaded, out)
+        """)
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist")
+    result.assert_outcomes(passed=1)
+    assert json.loads((pytester.path / "loaded.json").read_text()) == []
