@@ -1,7 +1,8 @@
 """pytest-mlab's pytest glue, and nothing else: the hooks pytest calls (this module, the entry
 point ``mlab``), the items (items.py), options (options.py), the results reporter (reporter.py),
 JUnit and pytest-html properties (junit.py), notices before the first run (notices.py), the
-order runs go out to xdist workers in (order.py), the terminal for a human LLM (console.py), the
+order runs go out to xdist workers in (order.py), the checks of the session's models, asked once
+and handed to workers (model_checks.py), the terminal for a human LLM (console.py), the
 plugin's own hooks (hookspecs.py) and what their implementations add (extensions.py).
 
 The engine (runner, spec, sandbox, env, agents, llm, grading, results) imports no pytest. Every
