@@ -165,6 +165,7 @@ def test_the_key_check_is_asked_once_and_no_process_imports_litellm_without_a_ca
     probe = project / "probe.txt"
     monkeypatch.setenv("MLAB_PROBE", str(probe))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-not-used")
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # this test's own worker, under xdist
     result, _ = run_project(pytester, project, "--agent=tool,baseline", "-k", "baseline", "-n", workers)
     result.assert_outcomes(passed=1, deselected=0 if workers != "0" else 1)  # xdist does not count deselected
     workers = [f"gw{i}" for i in range(int(workers))]
