@@ -247,9 +247,10 @@ def test_an_llm_for_agents_that_call_none_is_a_warning_before_the_run(pytester, 
            "e.g. --agent=" in line
 
 
-def test_an_llm_some_selected_agent_calls_is_no_warning(pytester, toy_project, mlab_cache) -> None:
+def test_an_llm_some_selected_agent_calls_is_no_warning(pytester, toy_project, mlab_cache, monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-used")  # without it, the typed model is a usage error
     result = run_specs(pytester, "--collect-only", "-q", "--llm=gpt-4", "--agent=baseline,research",
-                       cache_dir=mlab_cache, subprocess=True)  # in-process, litellm's import upsets later runs
+                       cache_dir=mlab_cache, subprocess=True)
     assert result.ret == pytest.ExitCode.OK and "is ignored" not in output_of(result)
 
 
@@ -706,3 +707,28 @@ def test_what_an_agent_class_requires_is_checked_at_collection(pytester, toy_pro
     output = output_of(result)
     assert expected in output, output
     assert_no_traceback(output)
+
+
+# ------------------------------------------------------------------ a run with no spec
+
+#: What a session that collects no Task spec must not load: the LLM layer, the sandbox backends and
+#: their clean-up, the results writers, the spec reader, and the heavy libraries under them.
+NOT_FOR_PLAIN_TESTS = ("pytest_mlab.llm", "pytest_mlab.sandbox.leftovers", "pytest_mlab.sandbox.local",
+                       "pytest_mlab.sandbox.bwrap", "pytest_mlab.results.gate", "pytest_mlab.results.store",
+                       "pytest_mlab.results.report", "pytest_mlab.spec.project", "litellm", "pandas",
+                       "matplotlib", "docker", "jsonschema")
+
+
+def test_a_run_that_collects_no_spec_loads_neither_the_engine_nor_heavy_libraries(pytester) -> None:
+    pytester.makeconftest(f"""
+        import json, sys
+
+        def pytest_unconfigure(config):
+            loaded = [name for name in {NOT_FOR_PLAIN_TESTS!r} if name in sys.modules]
+            with open("loaded.json", "w") as out:
+                json.dump(loaded, out)
+        """)
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist")
+    result.assert_outcomes(passed=1)
+    assert json.loads((pytester.path / "loaded.json").read_text()) == []

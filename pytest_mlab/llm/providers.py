@@ -86,19 +86,27 @@ def make_providers(models: Mapping[str, str], **kwargs: Any) -> dict[str, Provid
     return {model: make_provider(model, **kwargs) for model in dict.fromkeys(models.values())}
 
 
-def unavailable(models: Mapping[str, str], task: str, base: Path | None = None) -> str | None:
-    """Why these role models cannot run ``task`` here (a skip reason naming the fix), or None."""
+def via_litellm(model: str) -> bool:
+    """Whether ``model`` goes to litellm (neither a built-in offline provider nor a plugin's)."""
+    return not _built_in(model) and _added(model) is None
+
+
+def unavailable(models: Mapping[str, str], task: str, base: Path | None = None,
+                check: Callable[[str], str | None] | None = None) -> str | None:
+    """Why these role models cannot run ``task`` here (a skip reason naming the fix), or None.
+    ``check``: what says why a litellm model cannot be used (default: ask now, :func:`keys.model_problem`);
+    a session passes answers it got once, before any worker started."""
     for model in dict.fromkeys(resolve_models(models, base).values()):
         if model.startswith(scripted.PREFIX):
             reason = scripted.unavailable(model[len(scripted.PREFIX):], task)
         elif model.startswith(replay.PREFIX):
             reason = replay.unavailable(model[len(replay.PREFIX):], task)
-        elif model == HUMAN or _added(model) is not None:
+        elif not via_litellm(model):
             reason = None
         else:
-            from pytest_mlab.llm.keys import missing_key_reason, unknown_model_reason
-
-            reason = unknown_model_reason(model) or missing_key_reason(model)
+            if check is None:
+                from pytest_mlab.llm.keys import model_problem as check
+            reason = check(model)
         if reason:
             return reason
     return None
@@ -107,7 +115,7 @@ def unavailable(models: Mapping[str, str], task: str, base: Path | None = None) 
 def unroutable(model: str) -> str | None:
     """Why a model typed on the command line can never be called (a usage error), or None: offline
     and plugin-added providers always can; litellm must know the provider of the rest."""
-    if _built_in(model) or _added(model) is not None:
+    if not via_litellm(model):
         return None
     from pytest_mlab.llm.keys import unknown_model_reason
 

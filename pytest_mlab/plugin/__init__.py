@@ -1,7 +1,8 @@
 """pytest-mlab's pytest glue, and nothing else: the hooks pytest calls (this module, the entry
 point ``mlab``), the items (items.py), options (options.py), the results reporter (reporter.py),
 JUnit and pytest-html properties (junit.py), notices before the first run (notices.py), the
-order runs go out to xdist workers in (order.py), the terminal for a human LLM (console.py), the
+order runs go out to xdist workers in (order.py), the checks of the session's models, asked once
+and handed to workers (model_checks.py), the terminal for a human LLM (console.py), the
 plugin's own hooks (hookspecs.py) and what their implementations add (extensions.py).
 
 The engine (runner, spec, sandbox, env, agents, llm, grading, results) imports no pytest. Every
@@ -24,6 +25,7 @@ from pytest_mlab.plugin.state import SESSION, SETTINGS, is_run_item, project_of,
 from pytest_mlab.spec.suffixes import SPEC_SUFFIXES
 
 PREPARED = pytest.StashKey[set]()
+SWEPT = pytest.StashKey[bool]()  # leftovers were removed before the first run: again at the end
 QUIET_BEFORE = pytest.StashKey["Path | None"]()  # the lock folder of timed measurements before this session
 _TASK_KIND = re.compile(r"^kind:\s*['\"]?Task['\"]?\s*(#.*)?$", re.MULTILINE)
 
@@ -58,8 +60,15 @@ def pytest_configure(config: pytest.Config) -> None:
             project_of(config).agent(name, wanted_by=(settings.agents_source, None, ""))
         except SpecError as exc:
             raise pytest.UsageError(str(exc)) from None
-    _check_models(settings)
-    if any((settings.llm, settings.fast_llm, settings.edit_llm)) and _parallel(config):
+    typed_models = any((settings.llm, settings.fast_llm, settings.edit_llm))
+    if typed_models and not hasattr(config, "workerinput"):  # workers get the answers with their workerinput
+        from pytest_mlab.plugin.model_checks import check_typed_models
+
+        try:
+            check_typed_models(config)
+        except UsageError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    if typed_models and _parallel(config):
         from pytest_mlab.llm.providers import HUMAN
 
         if HUMAN in (settings.llm, settings.fast_llm, settings.edit_llm):
@@ -133,7 +142,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """--mlab-prepare without xdist: prepare the selected items' data before the first run."""
+    """Without xdist, when runs were collected: leftovers are removed, and with --mlab-prepare the
+    selected items' data is prepared, before the first run."""
+    if run_items(session.items):
+        _remove_leftovers(session.config)
     if session.config.stash[SETTINGS].prepare and not hasattr(session.config, "workerinput"):
         tasks = [item.plan.task for item in run_items(session.items)]
         _prepare_selected(session.config, tasks)
@@ -150,9 +162,14 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_node_collection_finished(node, ids: list[str]) -> None:
-    """--mlab-prepare under xdist: workers report the selected items; the controller prepares their
-    data before it schedules any."""
+    """Under xdist, workers report the selected items; when they include runs, the controller
+    removes leftovers and, with --mlab-prepare, prepares their data before it schedules any."""
     config = node.config
+    if any(Path(nodeid.split("::")[0]).suffix in SPEC_SUFFIXES for nodeid in ids):
+        try:
+            _remove_leftovers(config)
+        except pytest.UsageError as exc:
+            pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
     if config.stash[SETTINGS].prepare:
         files = dict.fromkeys(nodeid.split("::")[0] for nodeid in ids)
         _prepare_selected(config, [project_of(config).task_from_file(config.rootpath / name) for name in files])
@@ -178,21 +195,22 @@ def _prepare_selected(config: pytest.Config, tasks: list) -> None:
                 pytest.exit(f"--mlab-prepare: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
 
 
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """What killed sessions or workers left (docker containers, temp folders, cgroups and what
-    still runs in them) is removed before any item runs."""
-    _remove_leftovers(session.config)
-
-
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Those of workers that died during this session are removed after it."""
-    _remove_leftovers(session.config)
+    """Leftovers of workers that died during a session that ran runs are removed after it."""
+    if session.config.stash.get(SWEPT, False):
+        _remove_leftovers(session.config, again=True)
 
 
-def _remove_leftovers(config: pytest.Config) -> None:
-    """On the controller only: workers' leftovers are judged by whether their worker is alive."""
+def _remove_leftovers(config: pytest.Config, *, again: bool = False) -> None:
+    """What killed sessions or workers left (docker containers, temp folders, cgroups and what
+    still runs in them), removed once runs were collected and before any starts, and again at the
+    session's end; a session that collects no run never imports the sandbox backends for it. On
+    the controller only: workers' leftovers are judged by whether their worker is alive."""
     if hasattr(config, "workerinput") or SETTINGS not in config.stash:
         return
+    if config.stash.get(SWEPT, False) and not again:
+        return  # once before the first run (xdist reports each worker's collection)
+    config.stash[SWEPT] = True
     from pytest_mlab.sandbox.registry import remove_leftovers
 
     try:
@@ -221,15 +239,13 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
     return None
 
 
-def _check_models(settings) -> None:
-    """A model typed on the command line that litellm cannot route is a usage error before any run,
-    not a crash in every run counted against the agent."""
-    from pytest_mlab.llm.providers import unroutable
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """pytest-xdist, on the controller, as each worker starts: the answers about the session's
+    models go with it, so no worker asks litellm again."""
+    from pytest_mlab.plugin.model_checks import hand_over
 
-    for option, model in (("--llm", settings.llm), ("--fast-llm", settings.fast_llm), ("--edit-llm", settings.edit_llm)):
-        reason = unroutable(model) if model else None
-        if reason:
-            raise pytest.UsageError(f"{option}={model}: {reason}")
+    hand_over(node.config, node.workerinput)
 
 
 def _parallel(config: pytest.Config) -> bool:

@@ -58,12 +58,14 @@ class TaskFile(SpecFile):
     def collect(self):
         from pytest_mlab.data.requirements import unmet_requirement
         from pytest_mlab.llm.providers import unavailable as llm_unavailable
+        from pytest_mlab.plugin.model_checks import model_check
         from pytest_mlab.spec.baselines import missing_baseline
 
         config = self.config
         config.stash[TASKS_COLLECTED] = True
         settings = config.stash[SETTINGS]
         task, plans = compile_file(settings, project_of(config), self.path)
+        check = model_check(config)
         # every run is graded against the variant's baseline: none, and no run can pass or fail
         skip_reason = unmet_requirement(task, settings.variant, settings.cache_dir, preparing=settings.prepare) \
             or missing_baseline(task, settings.variant)
@@ -72,7 +74,8 @@ class TaskFile(SpecFile):
             self.add_marker(tag)
         for plan in plans:
             item = MlabItem.from_parent(self, name=plan.run_id, plan=plan)
-            reason = skip_reason or (llm_unavailable(plan.llms, task.name, plan.invocation_dir) if plan.llms else None)
+            reason = skip_reason or (llm_unavailable(plan.llms, task.name, plan.invocation_dir, check)
+                                     if plan.llms else None)
             if reason:
                 item.add_marker(pytest.mark.skip(reason=reason))
                 item.user_properties.append((UNMET_PROPERTY, reason))

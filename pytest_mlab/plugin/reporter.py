@@ -1,4 +1,6 @@
-"""Gathers run results on the controller (or the single process without xdist) and reports them once."""
+"""Gathers run results on the controller (or the single process without xdist) and reports them once.
+The results modules that write, compare and print them are imported when there is a result, so
+a session that runs nothing does not load them."""
 
 from __future__ import annotations
 
@@ -14,10 +16,6 @@ from pytest_mlab.plugin.junit import attached_result
 from pytest_mlab.plugin.state import UNMET_PROPERTY, run_items
 from pytest_mlab.results.record import JudgedBy, RunIdentity, RunResult
 from pytest_mlab.results.recover import WORKER_INPUT, recovered_results
-from pytest_mlab.results.budget import Ledger
-from pytest_mlab.results.environment import describe_environment
-from pytest_mlab.results.gate import compare, load_reference, missing_groups, render_gate, save_gate
-from pytest_mlab.results.store import render_summary, render_table
 from pytest_mlab.sandbox.registry import fallback_notice, isolation_record, isolation_warning
 from pytest_mlab.spec.plan import Settings
 from pytest_mlab.spec.suffixes import SPEC_SUFFIXES
@@ -53,8 +51,14 @@ class ResultsReporter:
         self.hook_failures = 0
         self.gate_text: str | None = None
         # read the reference now: a wrong --mlab-compare path stops the session before any run
-        self.reference = load_reference(settings.compare) if settings.compare else None
+        self.reference = None
+        if settings.compare:
+            from pytest_mlab.results.gate import load_reference
+
+            self.reference = load_reference(settings.compare)
         if settings.max_cost is not None:
+            from pytest_mlab.results.budget import Ledger
+
             Ledger(settings.out_dir).reset()
 
     @pytest.hookimpl
@@ -200,6 +204,8 @@ class ResultsReporter:
     def _write(self, session: pytest.Session) -> None:
         if not self.results:
             return
+        from pytest_mlab.results.environment import describe_environment
+        from pytest_mlab.results.gate import compare, missing_groups, render_gate, save_gate
         from pytest_mlab.results.report import write_session_outputs
 
         runs = list(self.results.values())
@@ -229,6 +235,8 @@ class ResultsReporter:
             terminalreporter.write_line(self.nothing_ran, red=True, bold=True)
         if not self.results:
             return
+        from pytest_mlab.results.store import render_summary, render_table
+
         runs = list(self.results.values())
         terminalreporter.section("pytest-mlab results")
         terminalreporter.write_line(render_table(runs))

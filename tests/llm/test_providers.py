@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from pytest_mlab.llm import BudgetExhausted, LLMError, ProviderError, TokenLimitExceeded
-from pytest_mlab.llm import keys
 from pytest_mlab.llm.human import Console, HumanProvider
 from pytest_mlab.llm.provider import Request
 from pytest_mlab.llm.providers import resolve_paths, unavailable
@@ -130,13 +129,17 @@ def test_human_console_answers_request_help():
 
 def test_missing_key_names_the_variable(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    keys.missing_keys.cache_clear()
     reason = unavailable({"main": "gpt-4", "fast": "gpt-4"}, "toy")
     assert reason.startswith("model 'gpt-4' needs the environment variable OPENAI_API_KEY: export OPENAI_API_KEY=")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    keys.missing_keys.cache_clear()
     assert unavailable({"main": "gpt-4"}, "toy") is None
-    keys.missing_keys.cache_clear()
+
+
+def test_a_session_passes_the_answers_it_got_before_any_worker_started(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    asked = []
+    reason = unavailable({"main": "gpt-4", "fast": "human"}, "toy", check=lambda model: asked.append(model) or "no")
+    assert reason == "no" and asked == ["gpt-4"]
 
 
 def test_offline_models_need_no_key(tmp_path):
@@ -175,9 +178,11 @@ def test_agents_without_an_llm_get_no_roles():
 
 # ---------------------------------------------------------------- lazy import
 
-def test_importing_and_loading_the_plugin_does_not_import_litellm():
+def test_importing_and_loading_the_plugin_and_checking_the_usual_models_does_not_import_litellm():
     code = ("import sys, pytest_mlab, pytest_mlab.plugin, pytest_mlab.runner, pytest_mlab.llm.session, "
-            "pytest_mlab.llm.providers; print('litellm' in sys.modules)")
+            "pytest_mlab.llm.providers; from pytest_mlab.llm.keys import model_problem; "
+            "[model_problem(m) for m in ('gpt-4', 'openai/gpt-4o', 'anthropic/claude-3-opus', 'nosuchprovider/xyz')]; "
+            "print('litellm' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

@@ -79,19 +79,101 @@ def project(pytester):
     return llm_project(pytester.path)
 
 
-def test_missing_api_key_skips_before_any_run_naming_the_variable(pytester, project, monkeypatch):
+def test_an_agent_spec_model_without_its_key_skips_before_any_run_naming_the_variable(pytester, project,
+                                                                                      monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    result, results = run_project(pytester, project, "--llm=gpt-4", "-rs")
+    result, results = run_project(pytester, project, "-rs")  # the agent spec names gpt-4
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*model 'gpt-4' needs the environment variable OPENAI_API_KEY: export OPENAI_API_KEY=*"])
     assert not (project / "mlab-results" / "runs").exists() or not any((project / "mlab-results" / "runs").iterdir())
 
 
-def test_a_model_litellm_cannot_route_is_a_usage_error_before_any_run(pytester, project):
-    result, results = run_project(pytester, project, "--llm=nosuchprovider/xyz")
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_typed_model_without_its_key_is_a_usage_error_before_any_worker_starts(pytester, project, monkeypatch,
+                                                                                  workers):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    result, results = run_project(pytester, project, "--llm=gpt-4", "-n", workers)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and results == {}
+    result.stderr.fnmatch_lines(["*--llm=gpt-4: model 'gpt-4' needs the environment variable OPENAI_API_KEY: "
+                                 "export OPENAI_API_KEY=*"])
+    assert "[gw" not in result.stdout.str()  # no worker started
+
+
+def test_a_typed_model_no_agent_of_the_session_calls_needs_no_key(pytester, project, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    result, _ = run_project(pytester, project, "--llm=gpt-4", "--agent=baseline", "--collect-only")
+    assert result.ret == pytest.ExitCode.OK
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_model_litellm_cannot_route_is_a_usage_error_before_any_run(pytester, project, workers):
+    result, results = run_project(pytester, project, "--llm=nosuchprovider/xyz", "-n", workers)
     assert result.ret == pytest.ExitCode.USAGE_ERROR and results == {}
     result.stderr.fnmatch_lines(["*--llm=nosuchprovider/xyz: litellm cannot tell which provider serves the model "
                                  "'nosuchprovider/xyz': name it with its provider, e.g. openai/xyz*"])
+
+
+#: A conftest that records, in the file MLAB_PROBE, each question about a model (and which process
+#: asked it) and the heavy libraries each process (controller or xdist worker) imported.
+PROBE = """
+import os, sys
+import pytest_mlab.llm.keys as keys
+
+_ask = keys.model_problem
+WHO = os.environ.get("PYTEST_XDIST_WORKER", "controller")
+
+
+def _write(line):
+    with open(os.environ["MLAB_PROBE"], "a") as probe:
+        probe.write(line + "\\n")
+
+
+def model_problem(model):
+    _write(f"asked {WHO} {model}")
+    return _ask(model)
+
+
+keys.model_problem = model_problem
+
+
+def _imported(when):
+    heavy = [name for name in ("litellm", "openai", "pandas", "matplotlib", "docker") if name in sys.modules]
+    _write(f"{when} {WHO} imported {','.join(heavy) or '-'}")
+
+
+def pytest_sessionstart(session):
+    _imported("started")
+
+
+def pytest_collection_finish(session):
+    _imported("collected")
+
+
+def pytest_unconfigure(config):
+    if WHO != "controller":  # the controller writes results.csv and plots at the end: pandas, matplotlib
+        _imported("ended")
+"""
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_the_key_check_is_asked_once_and_no_process_imports_litellm_without_a_call(pytester, project,
+                                                                                  monkeypatch, workers):
+    """The controller asks about each model once; workers use its answers. A process that makes no
+    LLM call (the run here is the baseline agent's; the LLM agent's is deselected) imports neither
+    litellm nor the other heavy libraries."""
+    (project / "conftest.py").write_text(PROBE)
+    probe = project / "probe.txt"
+    monkeypatch.setenv("MLAB_PROBE", str(probe))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-used")
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # this test's own worker, under xdist
+    result, _ = run_project(pytester, project, "--agent=tool,baseline", "-k", "baseline", "-n", workers)
+    result.assert_outcomes(passed=1, deselected=0 if workers != "0" else 1)  # xdist does not count deselected
+    workers = [f"gw{i}" for i in range(int(workers))]
+    collecting = workers or ["controller"]  # under xdist, the workers collect
+    expected = ["asked controller gpt-4", "started controller imported -",
+                *(f"{when} {who} imported -" for who in workers for when in ("started", "ended")),
+                *(f"collected {who} imported -" for who in collecting)]
+    assert sorted(probe.read_text().splitlines()) == sorted(expected)
 
 
 def test_an_agent_spec_naming_an_unroutable_model_skips_and_the_session_fails(pytester):
