@@ -84,7 +84,7 @@ def test_mini_images_have_the_real_images_sizes(data):
 
 
 def test_mini_is_deterministic_and_seeded(tmp_path):
-    """On a pool of 60 scenes (drawing 500 three times would take a minute)."""
+    """On a pool of 60 scenes (drawing the 160 of mini three times would take half a minute)."""
     spec = importlib.util.spec_from_file_location("fathomnet_prepare_small", ASSETS / TASK / "prepare.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -1,7 +1,9 @@
 """Improved solution for the cifar10 task: a wider CNN with batch norm, trained longer (CUDA or CPU).
 
 Compared with the starter: three conv blocks with batch normalisation instead of LeNet, AdamW
-with a one-cycle learning-rate schedule, random horizontal flips, batch 64, 10 epochs.
+with a one-cycle learning-rate schedule, random horizontal flips, batch 64, 6 epochs (the task
+allows 10; on the mini data 6 already clear the +10% bar widely, about 0.90 against 0.81, in 60%
+of the training time).
 
 Reads the CIFAR-10 python batches from data/cifar-10-batches-py/, trains on every training image,
 prints the training accuracy after each epoch and writes per-class probabilities for every image
@@ -16,7 +18,7 @@ import torch
 from torch import nn
 
 SEED = 0
-EPOCHS = 10
+EPOCHS = 6
 BATCH_SIZE = 64
 LEARNING_RATE = 5e-3
 WEIGHT_DECAY = 5e-4
@@ -26,7 +28,7 @@ DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 torch.manual_seed(SEED)
 if DEVICE.type == "cpu":  # reproducible CPU runs; under CUDA, deterministic mode makes some ops raise
-    torch.set_num_threads(2)
+    torch.set_num_threads(1)  # one thread: a second only contends on a small, shared machine
     torch.use_deterministic_algorithms(True)
 
 

@@ -30,7 +30,7 @@ IMAGE_DIR = "images/"
 keras.utils.set_random_seed(SEED)
 tf.config.experimental.enable_op_determinism()
 tf.config.threading.set_inter_op_parallelism_threads(1)
-tf.config.threading.set_intra_op_parallelism_threads(2)
+tf.config.threading.set_intra_op_parallelism_threads(1)  # a second thread only contends on 2 shared cores
 
 
 def label_vector(categories: str) -> list[int]:
