@@ -19,6 +19,7 @@ from typing import Any, Iterator
 from pytest_mlab.actions.registry import implementations
 from pytest_mlab.agents import load_agent
 from pytest_mlab.data import prepare_data
+from pytest_mlab.data.cache import DATA_DIGESTS
 from pytest_mlab.env import Environment, ReadOnlyRules
 from pytest_mlab.env.deadline import RunTimedOut, deadline
 from pytest_mlab.errors import HostLost, MlabError
@@ -155,15 +156,17 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
     read_only = ReadOnlyRules(frozenset(data_files), plan.task.read_only)
     bound = implementations(plan.actions)
     options = sandbox_options(plan, gpus)
-    with TraceWriter(trace_path, observer=status.observe) as trace, \
+    # the store settles last, once the workspace and grading folders (links to the data) are gone
+    with SnapshotStore(run_dir / "snapshots", data_digests=data.public.parent / DATA_DIGESTS) as snapshots, \
+            TraceWriter(trace_path, observer=status.observe) as trace, \
             open_sandbox(plan.sandbox, options=options) as sandbox:
         host = getattr(getattr(sandbox, "host", None), "name", None)  # docker: the daemon that runs it
         identity, judged = RunIdentity.of_plan(plan, nodeid, sandbox.name, gpus, host), JudgedBy.of_plan(plan)
         trace.write({"type": "run", "session": session, **identity.to_record(), **judged.to_record(),
                      "limits": vars(plan.limits),
                      "actions": [a.name for a in plan.actions], "data_files": data_files})
+        snapshots.vouch(data.public, data_files)
         _populate(sandbox, plan, data.public, data_files)
-        snapshots = SnapshotStore(run_dir / "snapshots")
         llm = open_session(plan, trace, console=console, budget=budget) if plan.llms else None
         env = Environment(sandbox=sandbox, actions=plan.actions, implementations=bound, limits=plan.limits,
                           read_only=read_only, trace=trace, snapshots=snapshots,

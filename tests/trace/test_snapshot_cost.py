@@ -6,12 +6,13 @@ from __future__ import annotations
 import os
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from pytest_mlab.trace import SnapshotStore
-from pytest_mlab.trace.snapshots import digest_cache
+from pytest_mlab.trace.snapshots import data_digests, digest_cache
 from pytest_mlab.trace.snapshots import scan as scan_module
 from pytest_mlab.trace.snapshots import store as store_module
 from tests.trace.support import count_hashed_bytes, write
@@ -21,11 +22,13 @@ DATA = 4 * MB
 
 
 @pytest.fixture(autouse=True)
-def empty_data_cache(monkeypatch: pytest.MonkeyPatch) -> OrderedDict:
-    """Each test starts with no read-only digests remembered from another."""
-    cache: OrderedDict = OrderedDict()
-    monkeypatch.setattr(digest_cache, "_data_digests", cache)
-    return cache
+def empty_data_cache(monkeypatch: pytest.MonkeyPatch) -> Iterator[OrderedDict]:
+    """Each test starts with no read-only digests remembered from another, and gives its leases
+    back (a test that writes a leased file would wait for the lease-break time)."""
+    held: OrderedDict = OrderedDict()
+    monkeypatch.setattr(data_digests, "_held", held)
+    yield held
+    data_digests.settle(None)
 
 
 @pytest.fixture
@@ -96,19 +99,22 @@ def test_read_only_data_digests_are_shared_by_later_stores(tmp_path: Path, monke
     cached = old_file(tmp_path / "cache" / "train.csv", DATA, b"d")
     hashed = count_hashed_bytes(monkeypatch)
     ids = []
-    for run in range(3):  # three runs in one worker process, each with its own store
-        workspace = workspace_with_data(tmp_path / f"run{run}", cached)
-        store = SnapshotStore(tmp_path / f"store{run}")
-        ids.append(store.snapshot(workspace, link_paths=["train.csv"]).id)
+    digests = tmp_path / "cache" / "data-digests.json"
+    for run in range(3):  # three runs in one worker process, each with its own store, as the runner does them
+        with SnapshotStore(tmp_path / f"store{run}", data_digests=digests) as store:
+            store.vouch(cached.parent, ["train.csv"])
+            workspace = workspace_with_data(tmp_path / f"run{run}", cached)
+            ids.append(store.snapshot(workspace, link_paths=["train.csv"]).id)
+            assert store.snapshot(workspace, link_paths=["train.csv"]).id == ids[-1]
         assert store.read_file(ids[-1], "train.csv") == cached.read_bytes()
     assert hashed.count(DATA) == 1, "the data was hashed by the first run only"
     assert len(set(ids)) == 1
 
-    then = time.time() - 60  # the data changed (new mtime): hashed again, not trusted
+    then = time.time() - 60  # the data changed (mtime set back): hashed again, not trusted
     cached.write_bytes(b"e" * DATA)
     os.utime(cached, (then, then))
     workspace = workspace_with_data(tmp_path / "run-changed", cached)
-    store = SnapshotStore(tmp_path / "store-changed")
+    store = SnapshotStore(tmp_path / "store-changed", data_digests=digests)
     snap = store.snapshot(workspace, link_paths=["train.csv"])
     assert hashed.count(DATA) == 2
     assert store.read_file(snap.id, "train.csv") == b"e" * DATA
@@ -116,7 +122,7 @@ def test_read_only_data_digests_are_shared_by_later_stores(tmp_path: Path, monke
 
 def test_the_read_only_digest_cache_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                empty_data_cache: OrderedDict) -> None:
-    monkeypatch.setattr(digest_cache, "DATA_CACHE_SIZE", 2)
+    monkeypatch.setattr(data_digests, "HELD_LEASES", 2)
     workspace = tmp_path / "ws"
     names = [f"part{index}.csv" for index in range(5)]
     for name in names:

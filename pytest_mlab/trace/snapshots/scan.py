@@ -20,11 +20,12 @@ import os
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, BinaryIO
 
 from pytest_mlab.trace.snapshots.blobs import BlobStore, StoredBlob
-from pytest_mlab.trace.snapshots.digest_cache import (DataKey, RacyWindow, StatKey, data_digest,
-                                                      remember_data_digest)
+from pytest_mlab.trace.snapshots import data_digests
+from pytest_mlab.trace.snapshots.digest_cache import RacyWindow, StatKey
 from pytest_mlab.trace.snapshots.manifests import Entries, recorded_mode
 from pytest_mlab.trace.snapshots.workspace import open_regular, readlink, unchanged, walk, wants_link
 
@@ -65,6 +66,7 @@ class Scan:
     caps: SnapshotCaps
     bytes_left: int | None
     recalled: Mapping[StatKey, str] = field(default_factory=dict)
+    digests_file: Path | None = None  # read-only data's digests remembered across processes
     window: RacyWindow = field(default_factory=RacyWindow)
     kept: int = 0  # files counted against caps.files
     added: int = 0  # bytes added to the store, read-only data included
@@ -164,7 +166,7 @@ def _store_file(scan: Scan, blobs: BlobStore, rel: str, dir_fd: int, name: str, 
 def _recall(scan: Scan, blobs: BlobStore, rel: str, st: os.stat_result, data: bool) -> str | None:
     """The digest of an unchanged file whose blob is stored, from its listing's stat alone."""
     if data:
-        digest = data_digest((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+        digest = data_digests.recall(st)
     else:
         key: StatKey = (rel, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         digest = scan.recalled.get(key)
@@ -196,14 +198,18 @@ def _store_own(scan: Scan, blobs: BlobStore, rel: str, fh: BinaryIO, st: os.stat
 def _store_data(scan: Scan, blobs: BlobStore, fh: BinaryIO, st: os.stat_result, name: str,
                 dir_fd: int) -> StoredBlob:
     """Read-only data not recalled: hard-linked into the store and hashed through the link
-    (one read), else copied while hashed; its digest is then shared with later stores."""
-    key: DataKey = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-    known = data_digest(key)  # hashed by an earlier store: link it in under that name
-    cacheable = known is None and scan.window.cacheable(st.st_mtime_ns)
-    stored = blobs.link_in(fh, st, name, dir_fd, known)
-    if stored is None:
-        stored = blobs.copy_in(fh, None)
-        assert stored is not None  # no limit
-    if cacheable and unchanged(fh, st, ctime=False) and stored.size == st.st_size:
-        remember_data_digest(key, stored.digest)
+    (one read), else copied while hashed, unless a lease or an entry vouches for its digest
+    (data_digests.py); the lease is kept, so later stores of the process trust that digest."""
+    known, leased = data_digests.lookup(fh.fileno(), scan.digests_file)
+    try:
+        stored = blobs.link_in(fh, st, name, dir_fd, known)
+        if stored is None:
+            stored = blobs.copy_in(fh, None)
+            assert stored is not None  # no limit
+    except BaseException:
+        if leased is not None:
+            os.close(leased)
+        raise
+    if leased is not None:
+        data_digests.keep(leased, stored.digest)
     return stored

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_mlab.errors import TraceError
+from pytest_mlab.trace.snapshots import data_digests
 from pytest_mlab.trace.snapshots.blobs import BlobStore
 from pytest_mlab.trace.snapshots.digest_cache import StatKey
 from pytest_mlab.trace.snapshots.disk import stored_files
@@ -49,11 +50,13 @@ class SnapshotStore:
     """A deduplicating store of workspace snapshots under ``root``.
 
     ``fsync=False`` skips the one sync per snapshot (readers, and tests that do not need
-    durability).
+    durability). ``data_digests`` is the file where read-only data's digests are remembered
+    across processes (data_digests.py): beside the prepared data, where no sandbox can write.
     """
 
-    def __init__(self, root: Path | str, *, fsync: bool = True) -> None:
+    def __init__(self, root: Path | str, *, fsync: bool = True, data_digests: Path | None = None) -> None:
         self.root = Path(root)
+        self.data_digests = data_digests
         self._blobs = BlobStore(self.root)
         self._manifests = ManifestStore(self.root)
         self._fsync = fsync
@@ -69,7 +72,8 @@ class SnapshotStore:
         if not os.path.isdir(top):
             raise TraceError(f"cannot snapshot {workspace}: it is not a directory")
         left = None if caps.run_bytes is None else max(0, caps.run_bytes - self._run_bytes)
-        scan = Scan(top, dev_ino(self.root), links, caps, left, recalled=self._cache)
+        scan = Scan(top, dev_ino(self.root), links, caps, left, recalled=self._cache,
+                    digests_file=self.data_digests)
         files: Entries = {}
         dirs: set[str] = set()
         renames = self._renames()
@@ -85,6 +89,22 @@ class SnapshotStore:
         self._run_bytes += manifest_added
         total = sum(entry.get("size", 0) for entry in files.values())
         return Snapshot(snapshot_id, len(files), total, scan.added + manifest_added, tuple(scan.omitted))
+
+    def vouch(self, folder: Path, data_files: Collection[str]) -> None:
+        """Call before linking read-only data from ``folder`` into the workspace: digests its
+        entries vouch for are trusted by this process despite the link (data_digests.py)."""
+        data_digests.vouch([folder / name for name in data_files], self.data_digests)
+
+    def settle(self) -> None:
+        """The run is over and the harness has made its last link to its data: remember the data's
+        digests for later processes and give back this process's leases (data_digests.py)."""
+        data_digests.settle(self.data_digests)
+
+    def __enter__(self) -> SnapshotStore:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.settle()
 
     def _renames(self) -> int:
         """Blobs and manifests this instance put in place: whether a snapshot wrote anything."""
