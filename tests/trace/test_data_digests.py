@@ -103,12 +103,13 @@ def test_a_planted_entry_with_a_wrong_digest_is_not_trusted_once_the_ctime_moved
     size and mtime restored) moves the ctime, and the data is hashed again."""
     cached = prepared(tmp_path / "cache")
     run_in_new_process(cached, tmp_path / "run1")
+    before = cached.stat()
     cached.chmod(0o644)
     with open(cached, "r+b") as fh:  # same size, mtime set back: only the ctime tells
         fh.write(b"e" * 10)
-    then = time.time() - 3600
-    os.utime(cached, (then, then))
+    os.utime(cached, ns=(before.st_atime_ns, before.st_mtime_ns))
     cached.chmod(0o444)
+    assert (cached.stat().st_size, cached.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
     result = run_in_new_process(cached, tmp_path / "run2")
     assert result["hashed"] == DATA
     assert result["digest"] == __import__("hashlib").sha256(cached.read_bytes()).hexdigest()
