@@ -1,8 +1,18 @@
-"""What the workspace snapshot costs after a step that writes a checkpoint next to read-only data.
+"""What a step costs: pytest-mlab's against the original MLAgentBench's, and the snapshot's share.
 
 Run: python bench/step_overhead.py [--rounds 5] [--data-mb 200] [--checkpoint-mb 50]
 
-Each round is one run, as a worker carries out run after run: a fresh workspace with the data
+Side by side, interleaved, each run in a fresh process as xdist workers and separate sessions
+start them: an Execute Script step (the run's first) that writes a checkpoint next to read-only
+data, then Copy File steps, in pytest-mlab (Environment.step: the sandboxed run, the trace record, the snapshot
+and its one sync, with the data's digests remembered beside the data cache as the runner does)
+and in a re-creation of what the original does per step (MLAgentBench/environment.py at
+5d71205: run the script with subprocess, rewrite trace.json, then copy every workspace file that
+is not read-only into env_log/traces/step_N_files; nothing is synced). The first pytest-mlab run
+hashes the data; later ones, in new processes, do not.
+
+Then, in this process:
+each round is one run, as a worker carries out run after run: a fresh workspace with the data
 hard-linked from the data cache (as the runner links it), a fresh store, a first step, then an
 Execute Script that writes a new checkpoint, then a step that changes nothing. Costs are given as
 a multiple of one plain sha256 of the checkpoint file, measured in the same round, interleaved,
@@ -16,8 +26,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
+import resource
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,11 +40,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_mlab.actions.registry import implementations  # noqa: E402
+from pytest_mlab.data.cache import DATA_DIGESTS  # noqa: E402
 from pytest_mlab.env import Environment, ReadOnlyRules  # noqa: E402
 from pytest_mlab.sandbox import LocalSandbox  # noqa: E402
 from pytest_mlab.spec.models import Limits  # noqa: E402
 from pytest_mlab.spec.project import Project  # noqa: E402
 from pytest_mlab.trace import SnapshotStore, TraceWriter  # noqa: E402
+from pytest_mlab.trace.snapshots import data_digests  # noqa: E402
 from pytest_mlab.trace.snapshots import store as store_module  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -109,12 +125,125 @@ def one_run(root: Path, data: Path, project: Project, checkpoint_mb: int, hash_f
             "checkpoint sync": store.synced[1]}
 
 
+ORIGINAL_TRACE_STEPS = 20  # the original rewrites its whole trace.json after each step
+
+
+def original_step(workspace: Path, log_dir: Path, step: int, read_only: set[str], command: list[str] | None,
+                  copy: tuple[str, str] | None) -> None:
+    """One step as the original takes it: the action, then save(): trace.json and the files."""
+    if command is not None:
+        subprocess.run(command, cwd=workspace, capture_output=True, check=True)
+    if copy is not None:
+        shutil.copyfile(workspace / copy[0], workspace / copy[1])
+    trace = {"steps": [{"action": {"name": "Execute Script", "args": {"script_name": "train.py"}},
+                        "observation": "x" * 2000, "timestamp": time.time()}] * ORIGINAL_TRACE_STEPS}
+    with open(log_dir / "trace.json", "w") as fh:
+        json.dump(trace, fh, indent=4)
+    save_folder = log_dir / "traces" / f"step_{step}_files"
+    if save_folder.exists():
+        shutil.rmtree(save_folder)
+    save_folder.mkdir(parents=True)
+    for path, _subdirs, files in os.walk(workspace):
+        relpath = os.path.relpath(path, workspace)
+        for name in files:
+            file_path = os.path.normpath(os.path.join(relpath, name))
+            if file_path not in read_only:
+                (save_folder / relpath).mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(workspace / file_path, save_folder / file_path)
+
+
+def child(kind: str, scratch: Path, data: Path, checkpoint_mb: int, copies: int) -> dict[str, list[float]]:
+    """One run in this fresh process: its Execute Script step, then ``copies`` Copy File steps;
+    wall and CPU seconds of each step (CPU: this process and its finished children)."""
+    workspace = scratch / "ws"
+    workspace.mkdir(parents=True)
+    (workspace / "train.py").write_text(TRAIN.format(size=checkpoint_mb * MB))
+    timings: dict[str, list[float]] = {"execute": [], "execute cpu": [], "execute sync": [],
+                                       "copy": [], "copy cpu": [], "copy sync": []}
+
+    def timed(label: str, step) -> None:  # type: ignore[no-untyped-def]
+        wall, cpu, synced = time.perf_counter(), _cpu(), len(SYNCED)
+        step()
+        timings[label].append(time.perf_counter() - wall)
+        timings[label + " cpu"].append(_cpu() - cpu)
+        timings[label + " sync"].append(sum(SYNCED[synced:]))
+
+    if kind == "original":
+        os.link(data, workspace / data.name)
+        log_dir = scratch / "env_log"
+        log_dir.mkdir()
+        read_only = {data.name}
+        timed("execute", lambda: original_step(workspace, log_dir, 0, read_only, [sys.executable, "train.py"], None))
+        for index in range(copies):
+            timed("copy", lambda: original_step(workspace, log_dir, index + 1, read_only, None,
+                                                ("train.py", f"copy{index}.py")))
+        return timings
+    project = Project(REPO, REPO / "specs/actions", REPO / "agents", REPO / "specs/tasks")
+    actions = tuple(project.action(name) for name in ("Copy File", "Execute Script"))
+    with SnapshotStore(scratch / "snapshots", data_digests=data.parent / DATA_DIGESTS) as store, \
+            LocalSandbox(workspace) as sandbox:
+        store.vouch(data.parent, [data.name])
+        sandbox.copy_in(data, data.name, link=True)
+        env = Environment(sandbox=sandbox, actions=actions, implementations=implementations(actions),
+                          limits=Limits(max_steps=copies + 2), read_only=ReadOnlyRules(frozenset({data.name})),
+                          trace=TraceWriter(scratch / "trace.jsonl"), snapshots=store, research_problem="bench")
+        timed("execute", lambda: env.step("Execute Script", {"script_name": "train.py"}))
+        for index in range(copies):
+            timed("copy", lambda: env.step("Copy File", {"source": "train.py", "destination": f"copy{index}.py"}))
+        env.trace.close()
+    return timings
+
+
+def _cpu() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def side_by_side(scratch: Path, data: Path, rounds: int, checkpoint_mb: int, copies: int) -> None:
+    """Each round runs pytest-mlab and the original in fresh processes, the order alternating."""
+    results: dict[str, list[dict[str, list[float]]]] = {"pytest-mlab": [], "original": []}
+    for index in range(rounds):
+        order = ("pytest-mlab", "original") if index % 2 == 0 else ("original", "pytest-mlab")
+        for kind in order:
+            folder = scratch / f"{kind}{index}"
+            done = subprocess.run([sys.executable, __file__, "--child", kind, "--scratch", str(folder),
+                                   "--data", str(data), "--checkpoint-mb", str(checkpoint_mb), "--copies", str(copies)],
+                                  capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise SystemExit(f"the {kind} run failed:\n{done.stderr}")
+            results[kind].append(json.loads(done.stdout.splitlines()[-1]))
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def median(kind: str, key: str, runs: slice = slice(None)) -> float:
+        return statistics.median(t for run in results[kind][runs] for t in run[key]) * 1000
+
+    print(f"side by side, {rounds} runs each in a fresh process, interleaved (medians; CPU counts the script too)")
+    print(f"{'':38s}{'pytest-mlab':>14s}{'original':>14s}")
+    for label, key, runs in (("Execute Script, first run (wall)", "execute", slice(0, 1)),
+                             ("Execute Script, later runs (wall)", "execute", slice(1, None)),
+                             ("Execute Script, later runs (CPU)", "execute cpu", slice(1, None)),
+                             ("  of which the one sync (wall)", "execute sync", slice(1, None)),
+                             ("Copy File (wall)", "copy", slice(None)),
+                             ("Copy File (CPU)", "copy cpu", slice(None)),
+                             ("  of which the one sync (wall)", "copy sync", slice(None))):
+        if runs == slice(1, None) and rounds < 2:
+            continue
+        print(f"{label:38s}{median('pytest-mlab', key, runs):11.1f} ms{median('original', key, runs):11.1f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--data-mb", type=int, default=200)
     parser.add_argument("--checkpoint-mb", type=int, default=50)
+    parser.add_argument("--copies", type=int, default=10, help="Copy File steps per side-by-side run")
+    parser.add_argument("--child", choices=("pytest-mlab", "original"), help=argparse.SUPPRESS)
+    parser.add_argument("--scratch", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--data", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.scratch, args.data, args.checkpoint_mb, args.copies)))
+        return
     project = Project(REPO, REPO / "specs/actions", REPO / "agents", REPO / "specs/tasks")
     with tempfile.TemporaryDirectory() as scratch:
         data = Path(scratch) / "cache" / "train.csv"
@@ -124,6 +253,9 @@ def main() -> None:
                 fh.write(os.urandom(MB))
         old = time.time() - 3600
         os.utime(data, (old, old))
+        data.chmod(0o444)
+        side_by_side(Path(scratch), data, args.rounds, args.checkpoint_mb, args.copies)
+        data_digests.settle(None)
         rounds = [one_run(Path(scratch) / f"run{index}", data, project, args.checkpoint_mb, index % 2 == 0)
                   for index in range(args.rounds)]
     hashes = [r["hash"] for r in rounds]
