@@ -143,3 +143,21 @@ def test_a_write_while_a_lease_is_held_is_noticed_in_the_same_process(tmp_path: 
     snap = store.snapshot(workspace, link_paths=["train.csv"])
     assert hashed.count(DATA) == 2
     assert store.read_file(snap.id, "train.csv") == cached.read_bytes()
+
+
+def test_without_leases_a_store_still_hashes_its_data_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another owner's file, or a file system without leases: the store's own stat cache, keyed
+    with the ctime its link left, keeps later snapshots from hashing the data again."""
+    monkeypatch.setattr(data_digests, "take_lease", lambda fd: None)
+    cached = prepared(tmp_path / "cache")
+    hashed = count_hashed_bytes(monkeypatch)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    os.link(cached, workspace / "train.csv")
+    store = SnapshotStore(tmp_path / "store")
+    for _ in range(3):
+        store.snapshot(workspace, link_paths=["train.csv"])
+    assert hashed.count(DATA) == 1
+    cached.chmod(0o644)  # the ctime moved: hashed again
+    store.snapshot(workspace, link_paths=["train.csv"])
+    assert hashed.count(DATA) == 2

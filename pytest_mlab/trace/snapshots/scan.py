@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,7 @@ from typing import Any, BinaryIO
 
 from pytest_mlab.trace.snapshots.blobs import BlobStore, StoredBlob
 from pytest_mlab.trace.snapshots import data_digests
-from pytest_mlab.trace.snapshots.digest_cache import RacyWindow, StatKey
+from pytest_mlab.trace.snapshots.digest_cache import RACY_WINDOW_NS, RacyWindow, StatKey
 from pytest_mlab.trace.snapshots.manifests import Entries, recorded_mode
 from pytest_mlab.trace.snapshots.workspace import open_regular, readlink, unchanged, walk, wants_link
 
@@ -73,6 +74,7 @@ class Scan:
     spent: int = 0  # bytes added to the store, read-only data excluded
     omitted: list[tuple[str, str]] = field(default_factory=list)
     cache: dict[StatKey, str] = field(default_factory=dict)  # this snapshot's cacheable digests
+    unleased: list[tuple[StatKey, str]] = field(default_factory=list)  # data to cache after a tick
     inside_links: dict[tuple[int, int], int] | None = None
 
     def refusal(self, st: os.stat_result) -> str | None:
@@ -132,6 +134,7 @@ def scan_workspace(scan: Scan, blobs: BlobStore, files: Entries, dirs: set[str])
         if entry is not None:
             files[rel] = entry
             scan.kept += not data
+    settle_unleased(scan)
 
 
 def _store_file(scan: Scan, blobs: BlobStore, rel: str, dir_fd: int, name: str, st: os.stat_result,
@@ -154,7 +157,7 @@ def _store_file(scan: Scan, blobs: BlobStore, rel: str, dir_fd: int, name: str, 
         if reason is not None:
             scan.omitted.append((rel, reason))
             return None
-        stored = _store_data(scan, blobs, fh, st, name, dir_fd) if data else _store_own(scan, blobs, rel, fh, st)
+        stored = _store_data(scan, blobs, rel, fh, st, name, dir_fd) if data else _store_own(scan, blobs, rel, fh, st)
         if stored is None:
             return None
     scan.added += stored.added
@@ -165,10 +168,9 @@ def _store_file(scan: Scan, blobs: BlobStore, rel: str, dir_fd: int, name: str, 
 
 def _recall(scan: Scan, blobs: BlobStore, rel: str, st: os.stat_result, data: bool) -> str | None:
     """The digest of an unchanged file whose blob is stored, from its listing's stat alone."""
-    if data:
-        digest = data_digests.recall(st)
-    else:
-        key: StatKey = (rel, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    key: StatKey = (rel, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    digest = data_digests.recall(st) if data else None
+    if digest is None:  # own files, and data no lease vouches for (see _remember_unleased)
         digest = scan.recalled.get(key)
         if digest is not None:
             scan.cache[key] = digest
@@ -195,7 +197,7 @@ def _store_own(scan: Scan, blobs: BlobStore, rel: str, fh: BinaryIO, st: os.stat
     return stored
 
 
-def _store_data(scan: Scan, blobs: BlobStore, fh: BinaryIO, st: os.stat_result, name: str,
+def _store_data(scan: Scan, blobs: BlobStore, rel: str, fh: BinaryIO, st: os.stat_result, name: str,
                 dir_fd: int) -> StoredBlob:
     """Read-only data not recalled: hard-linked into the store and hashed through the link
     (one read), else copied while hashed, unless a lease or an entry vouches for its digest
@@ -212,4 +214,29 @@ def _store_data(scan: Scan, blobs: BlobStore, fh: BinaryIO, st: os.stat_result, 
         raise
     if leased is not None:
         data_digests.keep(leased, stored.digest)
+    elif unchanged(fh, st, ctime=False) and stored.size == st.st_size:
+        _remember_unleased(scan, rel, fh, stored.digest)
     return stored
+
+
+def _remember_unleased(scan: Scan, rel: str, fh: BinaryIO, digest: str) -> None:
+    """Where no lease can be had (another owner, a file system without leases), this store's
+    later snapshots recognise the data by the stat it has after the store's own link, if that
+    stat still holds a clock tick later (the racy rule of digest_cache.py; see settle_unleased)."""
+    linked = os.fstat(fh.fileno())
+    scan.unleased.append(((rel, linked.st_dev, linked.st_ino, linked.st_size, linked.st_mtime_ns,
+                           linked.st_ctime_ns), digest))
+
+
+def settle_unleased(scan: Scan) -> None:
+    """One wait of a clock tick per snapshot, then cache the unleased data whose stat held."""
+    if not scan.unleased:
+        return
+    time.sleep(RACY_WINDOW_NS / 1e9)
+    for key, digest in scan.unleased:
+        try:
+            now = os.stat(os.path.join(scan.top, key[0]), follow_symlinks=False)
+        except OSError:
+            continue
+        if (key[0], now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns, now.st_ctime_ns) == key:
+            scan.cache[key] = digest
