@@ -153,13 +153,14 @@ def original_step(workspace: Path, log_dir: Path, step: int, read_only: set[str]
 
 
 def child(kind: str, scratch: Path, data: Path, checkpoint_mb: int, copies: int) -> dict[str, list[float]]:
-    """One run in this fresh process: its Execute Script step, then ``copies`` Copy File steps;
+    """One run in this fresh process: its Execute Script step, the same again (a new checkpoint,
+    modules loaded, data known), then ``copies`` Copy File steps;
     wall and CPU seconds of each step (CPU: this process and its finished children)."""
     workspace = scratch / "ws"
     workspace.mkdir(parents=True)
     (workspace / "train.py").write_text(TRAIN.format(size=checkpoint_mb * MB))
-    timings: dict[str, list[float]] = {"execute": [], "execute cpu": [], "execute sync": [],
-                                       "copy": [], "copy cpu": [], "copy sync": []}
+    timings: dict[str, list[float]] = {key: [] for step in ("execute", "again", "copy")
+                                       for key in (step, f"{step} cpu", f"{step} sync")}
 
     def timed(label: str, step) -> None:  # type: ignore[no-untyped-def]
         wall, cpu, synced = time.perf_counter(), _cpu(), len(SYNCED)
@@ -174,8 +175,9 @@ def child(kind: str, scratch: Path, data: Path, checkpoint_mb: int, copies: int)
         log_dir.mkdir()
         read_only = {data.name}
         timed("execute", lambda: original_step(workspace, log_dir, 0, read_only, [sys.executable, "train.py"], None))
+        timed("again", lambda: original_step(workspace, log_dir, 1, read_only, [sys.executable, "train.py"], None))
         for index in range(copies):
-            timed("copy", lambda: original_step(workspace, log_dir, index + 1, read_only, None,
+            timed("copy", lambda: original_step(workspace, log_dir, index + 2, read_only, None,
                                                 ("train.py", f"copy{index}.py")))
         return timings
     project = Project(REPO, REPO / "specs/actions", REPO / "agents", REPO / "specs/tasks")
@@ -185,9 +187,10 @@ def child(kind: str, scratch: Path, data: Path, checkpoint_mb: int, copies: int)
         store.vouch(data.parent, [data.name])
         sandbox.copy_in(data, data.name, link=True)
         env = Environment(sandbox=sandbox, actions=actions, implementations=implementations(actions),
-                          limits=Limits(max_steps=copies + 2), read_only=ReadOnlyRules(frozenset({data.name})),
+                          limits=Limits(max_steps=copies + 3), read_only=ReadOnlyRules(frozenset({data.name})),
                           trace=TraceWriter(scratch / "trace.jsonl"), snapshots=store, research_problem="bench")
         timed("execute", lambda: env.step("Execute Script", {"script_name": "train.py"}))
+        timed("again", lambda: env.step("Execute Script", {"script_name": "train.py"}))  # a new checkpoint
         for index in range(copies):
             timed("copy", lambda: env.step("Copy File", {"source": "train.py", "destination": f"copy{index}.py"}))
         env.trace.close()
@@ -223,6 +226,8 @@ def side_by_side(scratch: Path, data: Path, rounds: int, checkpoint_mb: int, cop
                              ("Execute Script, later runs (wall)", "execute", slice(1, None)),
                              ("Execute Script, later runs (CPU)", "execute cpu", slice(1, None)),
                              ("  of which the one sync (wall)", "execute sync", slice(1, None)),
+                             ("Execute Script again, same run (wall)", "again", slice(None)),
+                             ("Execute Script again, same run (CPU)", "again cpu", slice(None)),
                              ("Copy File (wall)", "copy", slice(None)),
                              ("Copy File (CPU)", "copy cpu", slice(None)),
                              ("  of which the one sync (wall)", "copy sync", slice(None))):
