@@ -9,7 +9,6 @@ snapshots the same data. The digest it records must be the file's real one."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import time
 from collections.abc import Iterator

@@ -4,6 +4,7 @@ means hashing again, and an agent can neither plant an entry nor change the data
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -79,7 +80,7 @@ def run_in_new_process(cached: Path, root: Path) -> dict:
 
 def test_a_second_process_does_not_hash_the_data_again(tmp_path: Path) -> None:
     cached = prepared(tmp_path / "cache")
-    truth = __import__("hashlib").sha256(cached.read_bytes()).hexdigest()
+    truth = hashlib.sha256(cached.read_bytes()).hexdigest()
     first = run_in_new_process(cached, tmp_path / "run1")
     second = run_in_new_process(cached, tmp_path / "run2")
     assert first == {"hashed": DATA, "digest": truth}
@@ -112,7 +113,7 @@ def test_a_planted_entry_with_a_wrong_digest_is_not_trusted_once_the_ctime_moved
     assert (cached.stat().st_size, cached.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
     result = run_in_new_process(cached, tmp_path / "run2")
     assert result["hashed"] == DATA
-    assert result["digest"] == __import__("hashlib").sha256(cached.read_bytes()).hexdigest()
+    assert result["digest"] == hashlib.sha256(cached.read_bytes()).hexdigest()
 
 
 def test_a_chmod_or_touch_costs_one_hash_and_nothing_else(tmp_path: Path) -> None:

@@ -13,8 +13,10 @@ the content has not changed:
   the end of each run (:func:`settle`).
 * Across processes, by a file of entries keyed on ``(device, inode, size, mtime, ctime)``: the
   ctime cannot be set back, so any change since an entry was written, even one that restores the
-  size and mtime, makes it miss and the file is hashed again. An entry is written only while its
-  writer holds an intact lease, with the ctime seen then, after its own links. The file lives
+  size and mtime, makes it miss and the file is hashed again. An entry is written at the end of
+  a run (:func:`settle`), only while its writer holds an intact lease, with the ctime seen then,
+  after its own links and a clock tick later (the racy rule of digest_cache.py). A run takes its
+  lease before it links the data anywhere (:func:`vouch`), while the entry still matches. The file lives
   with the prepared data, where no sandbox mounts it; it is replaced atomically, and one that is
   corrupt, of another format, not ours or writable by others is ignored (and rewritten).
 
