@@ -184,7 +184,7 @@ def child(kind: str, scratch: Path, data: Path, checkpoint_mb: int, copies: int)
     actions = tuple(project.action(name) for name in ("Copy File", "Execute Script"))
     with SnapshotStore(scratch / "snapshots", data_digests=data.parent / DATA_DIGESTS) as store, \
             LocalSandbox(workspace) as sandbox:
-        store.vouch(data.parent, [data.name])
+        data_digests.vouch([data], store.data_digests)
         sandbox.copy_in(data, data.name, link=True)
         env = Environment(sandbox=sandbox, actions=actions, implementations=implementations(actions),
                           limits=Limits(max_steps=copies + 3), read_only=ReadOnlyRules(frozenset({data.name})),

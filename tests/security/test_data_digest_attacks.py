@@ -60,7 +60,7 @@ def one_run(kind: str, root: Path, public: Path, digests: Path, script: str | No
     project = repo_project()
     actions = (project.action("Write File"), project.action("Execute Script"))
     with SnapshotStore(root / "snapshots", data_digests=digests) as store:
-        store.vouch(public, ["train.csv"])
+        data_digests.vouch([public / "train.csv"], digests)
         with open_sandbox(kind, options=SandboxOptions(label=f"digest-attack-{kind}")) as sandbox:
             sandbox.copy_in(public / "train.csv", "train.csv", link=True)
             env = Environment(sandbox=sandbox, actions=actions, implementations=implementations(actions),

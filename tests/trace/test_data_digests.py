@@ -29,6 +29,7 @@ ONE_RUN = '''
 import hashlib, json, os, sys
 from pathlib import Path
 from pytest_mlab.trace import SnapshotStore
+from pytest_mlab.trace.snapshots import data_digests
 from pytest_mlab.trace.snapshots import blobs
 fed = []
 class Counting:
@@ -43,7 +44,7 @@ cached, root = Path(sys.argv[1]), Path(sys.argv[2])
 workspace = root / "ws"
 workspace.mkdir(parents=True)
 with SnapshotStore(root / "store", data_digests=cached.parent / "data-digests.json") as store:
-    store.vouch(cached.parent, ["train.csv"])
+    data_digests.vouch([cached], store.data_digests)
     os.link(cached, workspace / "train.csv")
     first = store.snapshot(workspace, link_paths=["train.csv"]).id
     store.snapshot(workspace, link_paths=["train.csv"])

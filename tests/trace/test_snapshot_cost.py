@@ -102,7 +102,7 @@ def test_read_only_data_digests_are_shared_by_later_stores(tmp_path: Path, monke
     digests = tmp_path / "cache" / "data-digests.json"
     for run in range(3):  # three runs in one worker process, each with its own store, as the runner does them
         with SnapshotStore(tmp_path / f"store{run}", data_digests=digests) as store:
-            store.vouch(cached.parent, ["train.csv"])
+            data_digests.vouch([cached], digests)
             workspace = workspace_with_data(tmp_path / f"run{run}", cached)
             ids.append(store.snapshot(workspace, link_paths=["train.csv"]).id)
             assert store.snapshot(workspace, link_paths=["train.csv"]).id == ids[-1]

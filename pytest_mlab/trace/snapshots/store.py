@@ -90,11 +90,6 @@ class SnapshotStore:
         total = sum(entry.get("size", 0) for entry in files.values())
         return Snapshot(snapshot_id, len(files), total, scan.added + manifest_added, tuple(scan.omitted))
 
-    def vouch(self, folder: Path, data_files: Collection[str]) -> None:
-        """Call before linking read-only data from ``folder`` into the workspace: digests its
-        entries vouch for are trusted by this process despite the link (data_digests.py)."""
-        data_digests.vouch([folder / name for name in data_files], self.data_digests)
-
     def settle(self) -> None:
         """The run is over and the harness has made its last link to its data: remember the data's
         digests for later processes and give back this process's leases (data_digests.py)."""
