@@ -214,6 +214,7 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
             wall_time=round(time.monotonic() - started, 3), run_dir=str(run_dir), trace=str(trace_path),
             tokens=llm.total_tokens if llm else 0, cost=llm.total_cost if llm else 0.0, unmeasured_claims=claims,
             infrastructure=infrastructure)
+        snapshots.wait_durable()  # a result record names only a snapshot on disk (store.py)
         trace.write({"type": "result", "session": session, "snapshot": final, **result.to_dict()})
     if interrupted:
         raise KeyboardInterrupt

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mlab.trace.snapshots import store as store_module
+from pytest_mlab.trace.snapshots import durability
 from tests.env.support import make_environment
 
 STEPS = [
@@ -25,8 +25,8 @@ STEPS = [
 @pytest.fixture
 def disk_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
-    real_sync = store_module._sync_filesystem
-    monkeypatch.setattr(store_module, "_sync_filesystem", lambda path: (calls.append("syncfs"), real_sync(path))[1])
+    real_sync = durability.sync_filesystem
+    monkeypatch.setattr(durability, "sync_filesystem", lambda path: (calls.append("syncfs"), real_sync(path))[1])
     for name in ("fsync", "fdatasync"):
         real = getattr(os, name)
         monkeypatch.setattr(os, name, lambda fd, real=real, name=name: (calls.append(name), real(fd))[1])
@@ -39,6 +39,7 @@ def test_each_step_costs_at_most_one_sync_and_no_fsync_per_file(tmp_path: Path, 
         for action, arguments in STEPS:
             before = len(disk_calls)
             env.step(action, arguments)
+            env.snapshots.wait_durable()  # the step's sync runs in the background
             made = disk_calls[before:]
             assert "fsync" not in made and "fdatasync" not in made, f"{action} synced a file: {made}"
             assert made.count("syncfs") <= 1, f"{action} synced the file system {made.count('syncfs')} times"

@@ -14,7 +14,7 @@ import pytest
 from pytest_mlab.trace import SnapshotStore
 from pytest_mlab.trace.snapshots import data_digests, digest_cache
 from pytest_mlab.trace.snapshots import scan as scan_module
-from pytest_mlab.trace.snapshots import store as store_module
+from pytest_mlab.trace.snapshots import durability
 from tests.trace.support import count_hashed_bytes, write
 
 MB = 1024 * 1024
@@ -35,7 +35,7 @@ def empty_data_cache(monkeypatch: pytest.MonkeyPatch) -> Iterator[OrderedDict]:
 def syncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every sync the store asks for: whole-snapshot syncs and any per-file fsync."""
     calls: list[str] = []
-    real_sync = store_module._sync_filesystem
+    real_sync = durability.sync_filesystem
     real_fsync = os.fsync
 
     def sync_filesystem(path):  # type: ignore[no-untyped-def]
@@ -46,7 +46,7 @@ def syncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         calls.append("fsync")
         real_fsync(fd)
 
-    monkeypatch.setattr(store_module, "_sync_filesystem", sync_filesystem)
+    monkeypatch.setattr(durability, "sync_filesystem", sync_filesystem)
     monkeypatch.setattr(os, "fsync", fsync)
     return calls
 
@@ -159,11 +159,14 @@ def test_one_sync_per_snapshot_and_no_fsync_per_file(tmp_path: Path, syncs: list
         write(workspace / f"f{index:03}.txt", f"{index}\n")
     store = SnapshotStore(tmp_path / "store")
     store.snapshot(workspace)
+    store.wait_durable()
     assert syncs == ["syncfs"]
     store.snapshot(workspace)
+    store.wait_durable()
     assert syncs == ["syncfs"], "nothing new, nothing to sync"
     write(workspace / "f000.txt", "edited\n")
     store.snapshot(workspace)
+    store.wait_durable()
     assert syncs == ["syncfs", "syncfs"]
 
 
@@ -172,10 +175,11 @@ def test_a_reopened_store_syncs_once_before_trusting_a_manifest_it_did_not_write
 ) -> None:
     workspace = tmp_path / "ws"
     write(workspace / "a.txt", "a\n")
-    SnapshotStore(tmp_path / "store").snapshot(workspace)
-    reopened = SnapshotStore(tmp_path / "store")
-    reopened.snapshot(workspace)
-    reopened.snapshot(workspace)
+    with SnapshotStore(tmp_path / "store") as first:
+        first.snapshot(workspace)
+    with SnapshotStore(tmp_path / "store") as reopened:
+        reopened.snapshot(workspace)
+        reopened.snapshot(workspace)
     assert syncs == ["syncfs", "syncfs"]
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from pytest_mlab.errors import TraceError
 from pytest_mlab.trace.snapshots.disk import temp_path, unlink_quietly
 
 _CHUNK = 1 << 20
@@ -45,6 +46,11 @@ class BlobStore:
 
     def path(self, digest: str) -> Path:
         return self.folder / digest[:2] / digest
+
+    def missing(self, digest: str, rel: str, snapshot_id: str) -> TraceError:
+        """The error for a blob a manifest names but the store lacks (lost in a power cut, say)."""
+        return TraceError(f"snapshot store {self.root} is corrupt: blob {digest} for {rel!r} of snapshot "
+                          f"{snapshot_id} is missing")
 
     def has(self, digest: str, size: int) -> bool:
         """Whether the blob is stored whole (a blob cut short by a power cut has the wrong size)."""

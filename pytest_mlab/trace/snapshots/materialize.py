@@ -58,10 +58,7 @@ def _place_blob(blobs: BlobStore, snapshot_id: str, rel: str, entry: dict[str, A
     except FileNotFoundError:
         if blob.exists():
             raise
-        raise TraceError(
-            f"snapshot store {blobs.root} is corrupt: blob {entry['sha256']} "
-            f"for {rel!r} of snapshot {snapshot_id} is missing"
-        ) from None
+        raise blobs.missing(entry["sha256"], rel, snapshot_id) from None
     os.chmod(target, entry["mode"])
 
 
