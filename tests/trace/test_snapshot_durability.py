@@ -149,6 +149,25 @@ def test_every_reader_of_a_snapshot_whose_blob_was_lost_fails_clearly(tmp_path: 
     assert (tmp_path / "earlier" / "train.py").read_text() == "print(1)\n"
 
 
+def test_a_blob_cut_short_is_reported_not_graded(tmp_path: Path) -> None:
+    store, first, second = lost_last_snapshot(tmp_path)
+    (blob,) = [path for path in blob_files(store.root) if path.read_bytes() == b"print(1)\n"]
+    blob.chmod(0o644)
+    blob.write_bytes(b"pri")
+    cut = r"blob \w+ for 'train.py' of snapshot \w+ does not have the size its manifest records"
+    with pytest.raises(TraceError, match=cut):
+        store.read_file(first, "train.py")
+    with pytest.raises(TraceError, match=cut):
+        store.materialize_regular(first, tmp_path / "graded")
+
+
+def test_a_manifest_cut_short_is_reported(tmp_path: Path) -> None:
+    store, _first, second = lost_last_snapshot(tmp_path)
+    (store.root / "manifests" / f"{second}.json").write_bytes(b"")
+    with pytest.raises(TraceError, match=f"{second}.json is corrupt"):
+        store.materialize_regular(second, tmp_path / "graded")
+
+
 def test_a_lost_manifest_is_an_unknown_snapshot(tmp_path: Path) -> None:
     store, _first, second = lost_last_snapshot(tmp_path)
     (store.root / "manifests" / f"{second}.json").unlink()

@@ -149,9 +149,12 @@ class SnapshotStore:
         if entry is None or "symlink" in entry:
             return None
         try:
-            return self._blobs.path(entry["sha256"]).read_bytes()
+            data = self._blobs.path(entry["sha256"]).read_bytes()
         except FileNotFoundError:
             raise self._blobs.missing(entry["sha256"], rel, snapshot_id) from None
+        if len(data) != entry["size"]:
+            raise self._blobs.cut_short(entry["sha256"], rel, snapshot_id)
+        return data
 
     def diff(self, old_id: str, new_id: str) -> dict[str, list[str]]:
         """Paths added, removed and changed (content, mode or link target) between two snapshots."""
