@@ -68,7 +68,8 @@ def timed_sync(path: Path, real=durability.sync_filesystem) -> None:  # type: ig
     SYNCED.append(time.perf_counter() - started)
 
 
-def timed_wait(self: durability.BackgroundSync, real=durability.BackgroundSync.wait) -> None:  # type: ignore[no-untyped-def]
+def timed_wait(self: durability.BackgroundSync,
+               real=durability.BackgroundSync.wait) -> None:  # type: ignore[no-untyped-def]
     started = time.perf_counter()
     real(self)
     WAITED.append(time.perf_counter() - started)
@@ -282,7 +283,8 @@ def side_by_side(scratch: Path, data: Path, rounds: int, checkpoint_mb: int, cop
         if runs == later and rounds < 2:
             continue
         scale = 1000 if unit == "ms" else 1 / MB
-        print(f"{label:38s}{median('pytest-mlab', key, runs, scale)} {unit}{median('original', key, runs, scale)} {unit}")
+        ours, theirs = median("pytest-mlab", key, runs, scale), median("original", key, runs, scale)
+        print(f"{label:38s}{ours} {unit}{theirs} {unit}")
 
 
 def main() -> None:
