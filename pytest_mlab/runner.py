@@ -19,6 +19,7 @@ from typing import Any, Iterator
 from pytest_mlab.actions.registry import implementations
 from pytest_mlab.agents import load_agent
 from pytest_mlab.data import prepare_data
+from pytest_mlab.data.cache import DATA_DIGESTS
 from pytest_mlab.env import Environment, ReadOnlyRules
 from pytest_mlab.env.deadline import RunTimedOut, deadline
 from pytest_mlab.errors import HostLost, MlabError
@@ -37,6 +38,7 @@ from pytest_mlab.sandbox.gpus import GpuPool
 from pytest_mlab.sandbox.registry import resolve_kind
 from pytest_mlab.spec.plan import RunPlan, Settings
 from pytest_mlab.trace import SnapshotStore, TraceWriter, read_trace
+from pytest_mlab.trace.snapshots.data_digests import vouch
 from pytest_mlab.trace.progress import GRADING, QUIET, SCORING_STEPS, SETTING_UP, RunStatus
 from pytest_mlab.trace.step_scores import saved_step_scores
 
@@ -148,14 +150,19 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
     data = prepare_data(plan.task, plan.variant, plan.cache_dir, notify=status.phase)
     plan = replace(plan, task=plan.task.with_prepared(data.hidden))
     run_dir = plan.run_dir
+    data_files = data.public_files()
+    digests = data.public.parent / DATA_DIGESTS
+    # before anything unlinks the data (an earlier run's store here links it) or links it again
+    vouch([data.public / name for name in data_files], digests)
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
     trace_path = run_dir / "trace.jsonl"
-    data_files = data.public_files()
     read_only = ReadOnlyRules(frozenset(data_files), plan.task.read_only)
     bound = implementations(plan.actions)
     options = sandbox_options(plan, gpus)
-    with TraceWriter(trace_path, observer=status.observe) as trace, \
+    # the store settles last, once the workspace and grading folders (links to the data) are gone
+    with SnapshotStore(run_dir / "snapshots", data_digests=digests) as snapshots, \
+            TraceWriter(trace_path, observer=status.observe) as trace, \
             open_sandbox(plan.sandbox, options=options) as sandbox:
         host = getattr(getattr(sandbox, "host", None), "name", None)  # docker: the daemon that runs it
         identity, judged = RunIdentity.of_plan(plan, nodeid, sandbox.name, gpus, host), JudgedBy.of_plan(plan)
@@ -163,7 +170,6 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
                      "limits": vars(plan.limits),
                      "actions": [a.name for a in plan.actions], "data_files": data_files})
         _populate(sandbox, plan, data.public, data_files)
-        snapshots = SnapshotStore(run_dir / "snapshots")
         llm = open_session(plan, trace, console=console, budget=budget) if plan.llms else None
         env = Environment(sandbox=sandbox, actions=plan.actions, implementations=bound, limits=plan.limits,
                           read_only=read_only, trace=trace, snapshots=snapshots,
@@ -208,6 +214,7 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
             wall_time=round(time.monotonic() - started, 3), run_dir=str(run_dir), trace=str(trace_path),
             tokens=llm.total_tokens if llm else 0, cost=llm.total_cost if llm else 0.0, unmeasured_claims=claims,
             infrastructure=infrastructure)
+        snapshots.wait_durable()  # a result record names only a snapshot on disk (store.py)
         trace.write({"type": "result", "session": session, "snapshot": final, **result.to_dict()})
     if interrupted:
         raise KeyboardInterrupt

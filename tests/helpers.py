@@ -83,3 +83,21 @@ def task_yaml(name: str = "demo", *, assets: str = "task_assets/toy", extra: str
           grader: "grader.py:score"
         """
     return textwrap.dedent(text) + textwrap.dedent(extra)
+
+
+def toy_run(tmp_path: Path, grader: str | None = None):  # type: ignore[no-untyped-def]
+    """The reference agent's run of the toy task (graded by ``grader`` if given), under local."""
+    from pytest_mlab.runner import execute
+    from pytest_mlab.spec.plan import Settings, compile_plans
+    from pytest_mlab.spec.project import Project
+
+    root = copy_toy_project(tmp_path / "project")
+    if grader is not None:
+        (root / "task_assets" / "toy" / "grader.py").write_text(grader)
+    project = Project(root, root / "specs" / "actions", root / "agents", root / "specs" / "tasks")
+    reference = project.agent("reference")
+    settings = Settings(agents=(), agents_source="--agent", llm=None, seeds=1, variant="mini", sandbox="local",
+                        out_dir=tmp_path / "out", cache_dir=tmp_path / "cache")
+    (plan,) = compile_plans(project.task_from_file(root / "specs" / "tasks" / "toy.yaml"),
+                            [(reference, project.agent_actions(reference))], settings)
+    return execute(plan, "toy.yaml::toy[mini-reference-s0]")

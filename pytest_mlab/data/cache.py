@@ -5,7 +5,8 @@ workspace) and ``.../hidden`` (answers; only the grader gets this path). Recipes
 network also get ``<cache>/downloads/<task>/``, which survives re-preparation so downloads resume. A lock file makes xdist
 workers that start the same task at once prepare it only once. The cache entry records the
 recipe's hash and every public file's size and mtime: a changed recipe, or a data file modified
-through a hard link by a previous run, makes it be prepared again.
+through a hard link by a previous run, makes it be prepared again. Beside them, ``data-digests.json``
+lets runs in later processes skip hashing the public files (pytest_mlab/trace/snapshots/data_digests.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pytest_mlab.spec.models import TaskSpec
 from pytest_mlab.task_code import call_task_function
 
 MANIFEST = "prepared.json"
+DATA_DIGESTS = "data-digests.json"  # the public files' digests, kept by the snapshot store
 PREPARE_TIMEOUT = 3600.0
 # Full variants download gigabytes over links of any speed; an interrupted download resumes, so
 # no time limit is better than one that kills a slow but healthy transfer.

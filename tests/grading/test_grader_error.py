@@ -13,30 +13,14 @@ from pytest_mlab.grading.grader import Grade
 from pytest_mlab.grading.verdict import judge
 from pytest_mlab.outcomes import Failure
 from pytest_mlab.results.resume import finished_result
-from pytest_mlab.runner import execute
-from pytest_mlab.spec.plan import Settings, compile_plans
-from pytest_mlab.spec.project import Project
 from tests.grading.support import task
-from tests.helpers import copy_toy_project
+from tests.helpers import toy_run
 
 REJECTING = ("from pytest_mlab.task_api import InvalidSubmission\n"
              "def score(workspace, answers):\n    raise InvalidSubmission('submission.txt is empty')\n")
 CRASHING = "def score(workspace, answers):\n    return {}['answer']\n"
 WRONG_TYPE = "def score(workspace, answers):\n    return 'high'\n"
 NOT_FINITE = "def score(workspace, answers):\n    return float('nan')\n"
-
-
-def toy_run(tmp_path: Path, grader: str):
-    """The reference agent's run of the toy task, graded by ``grader``."""
-    root = copy_toy_project(tmp_path / "project")
-    (root / "task_assets" / "toy" / "grader.py").write_text(grader)
-    project = Project(root, root / "specs" / "actions", root / "agents", root / "specs" / "tasks")
-    reference = project.agent("reference")
-    settings = Settings(agents=(), agents_source="--agent", llm=None, seeds=1, variant="mini", sandbox="local",
-                        out_dir=tmp_path / "out", cache_dir=tmp_path / "cache")
-    (plan,) = compile_plans(project.task_from_file(root / "specs" / "tasks" / "toy.yaml"),
-                            [(reference, project.agent_actions(reference))], settings)
-    return execute(plan, "toy.yaml::toy[mini-reference-s0]")
 
 
 def test_a_crashing_grader_is_a_grader_error_and_still_a_failed_run():

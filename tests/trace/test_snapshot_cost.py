@@ -6,14 +6,15 @@ from __future__ import annotations
 import os
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from pytest_mlab.trace import SnapshotStore
-from pytest_mlab.trace.snapshots import digest_cache
+from pytest_mlab.trace.snapshots import data_digests, digest_cache
 from pytest_mlab.trace.snapshots import scan as scan_module
-from pytest_mlab.trace.snapshots import store as store_module
+from pytest_mlab.trace.snapshots import durability
 from tests.trace.support import count_hashed_bytes, write
 
 MB = 1024 * 1024
@@ -21,18 +22,20 @@ DATA = 4 * MB
 
 
 @pytest.fixture(autouse=True)
-def empty_data_cache(monkeypatch: pytest.MonkeyPatch) -> OrderedDict:
-    """Each test starts with no read-only digests remembered from another."""
-    cache: OrderedDict = OrderedDict()
-    monkeypatch.setattr(digest_cache, "_data_digests", cache)
-    return cache
+def empty_data_cache(monkeypatch: pytest.MonkeyPatch) -> Iterator[OrderedDict]:
+    """Each test starts with no read-only digests remembered from another, and gives its leases
+    back (a test that writes a leased file would wait for the lease-break time)."""
+    held: OrderedDict = OrderedDict()
+    monkeypatch.setattr(data_digests, "_held", held)
+    yield held
+    data_digests.settle(None)
 
 
 @pytest.fixture
 def syncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every sync the store asks for: whole-snapshot syncs and any per-file fsync."""
     calls: list[str] = []
-    real_sync = store_module._sync_filesystem
+    real_sync = durability.sync_filesystem
     real_fsync = os.fsync
 
     def sync_filesystem(path):  # type: ignore[no-untyped-def]
@@ -43,7 +46,7 @@ def syncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         calls.append("fsync")
         real_fsync(fd)
 
-    monkeypatch.setattr(store_module, "_sync_filesystem", sync_filesystem)
+    monkeypatch.setattr(durability, "sync_filesystem", sync_filesystem)
     monkeypatch.setattr(os, "fsync", fsync)
     return calls
 
@@ -96,19 +99,22 @@ def test_read_only_data_digests_are_shared_by_later_stores(tmp_path: Path, monke
     cached = old_file(tmp_path / "cache" / "train.csv", DATA, b"d")
     hashed = count_hashed_bytes(monkeypatch)
     ids = []
-    for run in range(3):  # three runs in one worker process, each with its own store
-        workspace = workspace_with_data(tmp_path / f"run{run}", cached)
-        store = SnapshotStore(tmp_path / f"store{run}")
-        ids.append(store.snapshot(workspace, link_paths=["train.csv"]).id)
+    digests = tmp_path / "cache" / "data-digests.json"
+    for run in range(3):  # three runs in one worker process, each with its own store, as the runner does them
+        with SnapshotStore(tmp_path / f"store{run}", data_digests=digests) as store:
+            data_digests.vouch([cached], digests)
+            workspace = workspace_with_data(tmp_path / f"run{run}", cached)
+            ids.append(store.snapshot(workspace, link_paths=["train.csv"]).id)
+            assert store.snapshot(workspace, link_paths=["train.csv"]).id == ids[-1]
         assert store.read_file(ids[-1], "train.csv") == cached.read_bytes()
     assert hashed.count(DATA) == 1, "the data was hashed by the first run only"
     assert len(set(ids)) == 1
 
-    then = time.time() - 60  # the data changed (new mtime): hashed again, not trusted
+    then = time.time() - 60  # the data changed (mtime set back): hashed again, not trusted
     cached.write_bytes(b"e" * DATA)
     os.utime(cached, (then, then))
     workspace = workspace_with_data(tmp_path / "run-changed", cached)
-    store = SnapshotStore(tmp_path / "store-changed")
+    store = SnapshotStore(tmp_path / "store-changed", data_digests=digests)
     snap = store.snapshot(workspace, link_paths=["train.csv"])
     assert hashed.count(DATA) == 2
     assert store.read_file(snap.id, "train.csv") == b"e" * DATA
@@ -116,7 +122,7 @@ def test_read_only_data_digests_are_shared_by_later_stores(tmp_path: Path, monke
 
 def test_the_read_only_digest_cache_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                empty_data_cache: OrderedDict) -> None:
-    monkeypatch.setattr(digest_cache, "DATA_CACHE_SIZE", 2)
+    monkeypatch.setattr(data_digests, "HELD_LEASES", 2)
     workspace = tmp_path / "ws"
     names = [f"part{index}.csv" for index in range(5)]
     for name in names:
@@ -153,11 +159,14 @@ def test_one_sync_per_snapshot_and_no_fsync_per_file(tmp_path: Path, syncs: list
         write(workspace / f"f{index:03}.txt", f"{index}\n")
     store = SnapshotStore(tmp_path / "store")
     store.snapshot(workspace)
+    store.wait_durable()
     assert syncs == ["syncfs"]
     store.snapshot(workspace)
+    store.wait_durable()
     assert syncs == ["syncfs"], "nothing new, nothing to sync"
     write(workspace / "f000.txt", "edited\n")
     store.snapshot(workspace)
+    store.wait_durable()
     assert syncs == ["syncfs", "syncfs"]
 
 
@@ -166,10 +175,11 @@ def test_a_reopened_store_syncs_once_before_trusting_a_manifest_it_did_not_write
 ) -> None:
     workspace = tmp_path / "ws"
     write(workspace / "a.txt", "a\n")
-    SnapshotStore(tmp_path / "store").snapshot(workspace)
-    reopened = SnapshotStore(tmp_path / "store")
-    reopened.snapshot(workspace)
-    reopened.snapshot(workspace)
+    with SnapshotStore(tmp_path / "store") as first:
+        first.snapshot(workspace)
+    with SnapshotStore(tmp_path / "store") as reopened:
+        reopened.snapshot(workspace)
+        reopened.snapshot(workspace)
     assert syncs == ["syncfs", "syncfs"]
 
 

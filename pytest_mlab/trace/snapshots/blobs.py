@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from pytest_mlab.errors import TraceError
 from pytest_mlab.trace.snapshots.disk import temp_path, unlink_quietly
 
 _CHUNK = 1 << 20
@@ -45,6 +46,14 @@ class BlobStore:
 
     def path(self, digest: str) -> Path:
         return self.folder / digest[:2] / digest
+
+    def missing(self, digest: str, rel: str, snapshot_id: str) -> TraceError:
+        """The error for a blob a manifest names but the store lacks (lost in a power cut, say)."""
+        return _corrupt(self.root, digest, rel, snapshot_id, "is missing")
+
+    def cut_short(self, digest: str, rel: str, snapshot_id: str) -> TraceError:
+        """The error for a blob whose size is not the manifest's (cut short by a power cut, say)."""
+        return _corrupt(self.root, digest, rel, snapshot_id, "does not have the size its manifest records")
 
     def has(self, digest: str, size: int) -> bool:
         """Whether the blob is stored whole (a blob cut short by a power cut has the wrong size)."""
@@ -105,6 +114,10 @@ class BlobStore:
         self.renames += 1
         self._known.add(digest)
         return StoredBlob(digest, size, size)
+
+
+def _corrupt(root: Path, digest: str, rel: str, snapshot_id: str, what: str) -> TraceError:
+    return TraceError(f"snapshot store {root} is corrupt: blob {digest} for {rel!r} of snapshot {snapshot_id} {what}")
 
 
 def _hash_stream(fh: BinaryIO) -> str:

@@ -1,16 +1,15 @@
 """When a file's digest may be remembered instead of reading the file again.
 
 Unchanged files are not re-read: a per-store cache maps (path, device, inode, size, mtime, ctime)
-to the digest, and a process-wide cache (here) maps read-only data's (device, inode, size, mtime)
-to its digest, so the next run in the same process does not hash that data again.
+to the digest. Read-only data's digests are remembered across runs and processes by
+:mod:`.data_digests`, under a lease, and written out past the same racy window.
 
 The "racy clean" rule, and why the window can be a clock tick. The kernel stamps a write with its
 coarse clock, which lags the real clock by less than one tick. A digest is cached only if the
 file's change time is older than ``T - window``, where ``T`` is when its read began and the window
 is the tick plus a margin: any write that could escape the read happened after ``T`` and so
 carries a stamp later than the cached one, which changes the key. The stamp checked is the ctime
-(it cannot be set back like the mtime can); read-only data, whose ctime changes each time it is
-linked, is keyed by mtime. A file changed within the window before the snapshot began makes the
+(it cannot be set back like the mtime can). A file changed within the window before the snapshot began makes the
 snapshot wait out the rest of the window, once (a few ms), rather than stay uncached; a file
 changed after the snapshot began is not cached. Timestamps with no sub-second part (filesystems
 that store seconds) get a two-second window and no wait. Writes through ``mmap``, or one
@@ -19,17 +18,13 @@ that store seconds) get a two-second window and no wait. Writes through ``mmap``
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
-DATA_CACHE_SIZE = 4096  # digests of read-only data remembered across stores
 _CLOCK_REALTIME_COARSE = 5  # Linux; the clock file timestamps are taken from
 _SECOND = 1_000_000_000
 
 StatKey = tuple[str, int, int, int, int, int]  # path, st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns
-DataKey = tuple[int, int, int, int]  # st_dev, st_ino, st_size, st_mtime_ns
 
 
 def _clock_tick_ns() -> int:
@@ -65,25 +60,3 @@ class RacyWindow:
             if delay > 0:
                 time.sleep(delay / _SECOND)
         return changed_ns < time.time_ns() - window
-
-
-# Digests of read-only data, shared by every store of the process: the same data files are
-# linked into run after run, and hashing hundreds of MB again per run is the largest cost.
-_data_digests: OrderedDict[DataKey, str] = OrderedDict()
-_data_lock = threading.Lock()
-
-
-def data_digest(key: DataKey) -> str | None:
-    with _data_lock:
-        digest = _data_digests.get(key)
-        if digest is not None:
-            _data_digests.move_to_end(key)
-        return digest
-
-
-def remember_data_digest(key: DataKey, digest: str) -> None:
-    with _data_lock:
-        _data_digests[key] = digest
-        _data_digests.move_to_end(key)
-        while len(_data_digests) > DATA_CACHE_SIZE:
-            _data_digests.popitem(last=False)

@@ -48,7 +48,10 @@ def _place_blob(blobs: BlobStore, snapshot_id: str, rel: str, entry: dict[str, A
     """Put a file at ``target``: a hard link if allowed and the modes agree, else a copy."""
     blob = blobs.path(entry["sha256"])
     try:
-        if link and recorded_mode(blob.stat().st_mode) == entry["mode"]:
+        st = blob.stat()
+        if st.st_size != entry["size"]:
+            raise blobs.cut_short(entry["sha256"], rel, snapshot_id)
+        if link and recorded_mode(st.st_mode) == entry["mode"]:
             try:
                 os.link(blob, target)
                 return
@@ -58,10 +61,7 @@ def _place_blob(blobs: BlobStore, snapshot_id: str, rel: str, entry: dict[str, A
     except FileNotFoundError:
         if blob.exists():
             raise
-        raise TraceError(
-            f"snapshot store {blobs.root} is corrupt: blob {entry['sha256']} "
-            f"for {rel!r} of snapshot {snapshot_id} is missing"
-        ) from None
+        raise blobs.missing(entry["sha256"], rel, snapshot_id) from None
     os.chmod(target, entry["mode"])
 
 

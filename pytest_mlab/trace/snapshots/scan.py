@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, BinaryIO
 
 from pytest_mlab.trace.snapshots.blobs import BlobStore, StoredBlob
-from pytest_mlab.trace.snapshots.digest_cache import (DataKey, RacyWindow, StatKey, data_digest,
-                                                      remember_data_digest)
+from pytest_mlab.trace.snapshots import data_digests
+from pytest_mlab.trace.snapshots.digest_cache import RACY_WINDOW_NS, RacyWindow, StatKey
 from pytest_mlab.trace.snapshots.manifests import Entries, recorded_mode
 from pytest_mlab.trace.snapshots.workspace import open_regular, readlink, unchanged, walk, wants_link
 
@@ -65,12 +67,14 @@ class Scan:
     caps: SnapshotCaps
     bytes_left: int | None
     recalled: Mapping[StatKey, str] = field(default_factory=dict)
+    digests_file: Path | None = None  # read-only data's digests remembered across processes
     window: RacyWindow = field(default_factory=RacyWindow)
     kept: int = 0  # files counted against caps.files
     added: int = 0  # bytes added to the store, read-only data included
     spent: int = 0  # bytes added to the store, read-only data excluded
     omitted: list[tuple[str, str]] = field(default_factory=list)
     cache: dict[StatKey, str] = field(default_factory=dict)  # this snapshot's cacheable digests
+    unleased: list[tuple[StatKey, str]] = field(default_factory=list)  # data to cache after a tick
     inside_links: dict[tuple[int, int], int] | None = None
 
     def refusal(self, st: os.stat_result) -> str | None:
@@ -130,6 +134,7 @@ def scan_workspace(scan: Scan, blobs: BlobStore, files: Entries, dirs: set[str])
         if entry is not None:
             files[rel] = entry
             scan.kept += not data
+    settle_unleased(scan)
 
 
 def _store_file(scan: Scan, blobs: BlobStore, rel: str, dir_fd: int, name: str, st: os.stat_result,
@@ -152,7 +157,7 @@ def _store_file(scan: Scan, blobs: BlobStore, rel: str, dir_fd: int, name: str, 
         if reason is not None:
             scan.omitted.append((rel, reason))
             return None
-        stored = _store_data(scan, blobs, fh, st, name, dir_fd) if data else _store_own(scan, blobs, rel, fh, st)
+        stored = _store_data(scan, blobs, rel, fh, st, name, dir_fd) if data else _store_own(scan, blobs, rel, fh, st)
         if stored is None:
             return None
     scan.added += stored.added
@@ -163,10 +168,9 @@ def _store_file(scan: Scan, blobs: BlobStore, rel: str, dir_fd: int, name: str, 
 
 def _recall(scan: Scan, blobs: BlobStore, rel: str, st: os.stat_result, data: bool) -> str | None:
     """The digest of an unchanged file whose blob is stored, from its listing's stat alone."""
-    if data:
-        digest = data_digest((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
-    else:
-        key: StatKey = (rel, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    key: StatKey = (rel, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    digest = data_digests.recall(st) if data else None
+    if digest is None:  # own files, and data no lease vouches for (see _remember_unleased)
         digest = scan.recalled.get(key)
         if digest is not None:
             scan.cache[key] = digest
@@ -193,17 +197,46 @@ def _store_own(scan: Scan, blobs: BlobStore, rel: str, fh: BinaryIO, st: os.stat
     return stored
 
 
-def _store_data(scan: Scan, blobs: BlobStore, fh: BinaryIO, st: os.stat_result, name: str,
+def _store_data(scan: Scan, blobs: BlobStore, rel: str, fh: BinaryIO, st: os.stat_result, name: str,
                 dir_fd: int) -> StoredBlob:
     """Read-only data not recalled: hard-linked into the store and hashed through the link
-    (one read), else copied while hashed; its digest is then shared with later stores."""
-    key: DataKey = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-    known = data_digest(key)  # hashed by an earlier store: link it in under that name
-    cacheable = known is None and scan.window.cacheable(st.st_mtime_ns)
-    stored = blobs.link_in(fh, st, name, dir_fd, known)
-    if stored is None:
-        stored = blobs.copy_in(fh, None)
-        assert stored is not None  # no limit
-    if cacheable and unchanged(fh, st, ctime=False) and stored.size == st.st_size:
-        remember_data_digest(key, stored.digest)
+    (one read), else copied while hashed, unless a lease or an entry vouches for its digest
+    (data_digests.py); the lease is kept, so later stores of the process trust that digest."""
+    known, leased = data_digests.lookup(fh.fileno(), scan.digests_file)
+    try:
+        stored = blobs.link_in(fh, st, name, dir_fd, known)
+        if stored is None:
+            stored = blobs.copy_in(fh, None)
+            assert stored is not None  # no limit
+    except BaseException:
+        if leased is not None:
+            os.close(leased)
+        raise
+    if leased is not None:
+        data_digests.keep(leased, stored.digest)
+    elif unchanged(fh, st, ctime=False) and stored.size == st.st_size:
+        _remember_unleased(scan, rel, fh, stored.digest)
     return stored
+
+
+def _remember_unleased(scan: Scan, rel: str, fh: BinaryIO, digest: str) -> None:
+    """Where no lease can be had (another owner, a file system without leases), this store's
+    later snapshots recognise the data by the stat it has after the store's own link, if that
+    stat still holds a clock tick later (the racy rule of digest_cache.py; see settle_unleased)."""
+    linked = os.fstat(fh.fileno())
+    scan.unleased.append(((rel, linked.st_dev, linked.st_ino, linked.st_size, linked.st_mtime_ns,
+                           linked.st_ctime_ns), digest))
+
+
+def settle_unleased(scan: Scan) -> None:
+    """One wait of a clock tick per snapshot, then cache the unleased data whose stat held."""
+    if not scan.unleased:
+        return
+    time.sleep(RACY_WINDOW_NS / 1e9)
+    for key, digest in scan.unleased:
+        try:
+            now = os.stat(os.path.join(scan.top, key[0]), follow_symlinks=False)
+        except OSError:
+            continue
+        if (key[0], now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns, now.st_ctime_ns) == key:
+            scan.cache[key] = digest

@@ -3,15 +3,19 @@ last; others read a snapshot back. It composes the parts, each in its own module
 workspace (scan.py), the blobs (blobs.py), the manifests (manifests.py) and materialising
 (materialize.py).
 
-Durability: nothing is fsynced per file. Before a snapshot's id is returned its whole file system
-is synced once (``syncfs``, else ``sync``), so everything a returned id needs is on disk. A power
-cut before that sync can leave a truncated blob no returned id names (blobs.py reuses a blob only
-if its size is right).
+Durability: nothing is fsynced per file. Each snapshot that stored something starts one sync of
+the store's whole file system (``syncfs``, else ``sync``) in the background (durability.py) and
+returns its id without waiting for the disk. The next snapshot, :meth:`SnapshotStore.settle` and
+the run's result record (:meth:`SnapshotStore.wait_durable`) wait for that sync first, and raise
+its error. So a crash of the process loses nothing (written pages stay in the kernel, which
+writes them out); a power cut or kernel crash can lose the last snapshot before a result record
+(its blobs or manifest missing or cut short, which readers report as a corrupt store, and a run
+with no result record is run again by --mlab-resume), never one that a result record names. A
+blob cut short is never reused: blobs.py reuses one only if its size is right.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -19,8 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_mlab.errors import TraceError
+from pytest_mlab.trace.snapshots import data_digests
 from pytest_mlab.trace.snapshots.blobs import BlobStore
 from pytest_mlab.trace.snapshots.digest_cache import StatKey
+from pytest_mlab.trace.snapshots.durability import BackgroundSync
 from pytest_mlab.trace.snapshots.disk import stored_files
 from pytest_mlab.trace.snapshots.manifests import Entries, ManifestStore, changes, empty_dirs
 from pytest_mlab.trace.snapshots.materialize import materialize
@@ -49,14 +55,17 @@ class SnapshotStore:
     """A deduplicating store of workspace snapshots under ``root``.
 
     ``fsync=False`` skips the one sync per snapshot (readers, and tests that do not need
-    durability).
+    durability). ``data_digests`` is the file where read-only data's digests are remembered
+    across processes (data_digests.py): beside the prepared data, where no sandbox can write.
     """
 
-    def __init__(self, root: Path | str, *, fsync: bool = True) -> None:
+    def __init__(self, root: Path | str, *, fsync: bool = True, data_digests: Path | None = None) -> None:
         self.root = Path(root)
+        self.data_digests = data_digests
         self._blobs = BlobStore(self.root)
         self._manifests = ManifestStore(self.root)
         self._fsync = fsync
+        self._sync = BackgroundSync(self.root)
         self._cache: dict[StatKey, str] = {}  # the last snapshot's cacheable digests
         self._durable: set[str] = set()  # snapshot ids this instance has synced
         self._run_bytes = 0  # bytes this instance added, read-only data excluded
@@ -64,12 +73,14 @@ class SnapshotStore:
     def snapshot(self, workspace: Path | str, *, link_paths: Collection[str] = (),
                  caps: SnapshotCaps = SnapshotCaps()) -> Snapshot:
         """Store the current state of ``workspace`` and describe it, within ``caps``."""
+        self.wait_durable()
         links = normalize_link_paths(link_paths)
         top = os.path.realpath(workspace)  # fwalk yields nothing for a top that is a link
         if not os.path.isdir(top):
             raise TraceError(f"cannot snapshot {workspace}: it is not a directory")
         left = None if caps.run_bytes is None else max(0, caps.run_bytes - self._run_bytes)
-        scan = Scan(top, dev_ino(self.root), links, caps, left, recalled=self._cache)
+        scan = Scan(top, dev_ino(self.root), links, caps, left, recalled=self._cache,
+                    digests_file=self.data_digests)
         files: Entries = {}
         dirs: set[str] = set()
         renames = self._renames()
@@ -86,14 +97,38 @@ class SnapshotStore:
         total = sum(entry.get("size", 0) for entry in files.values())
         return Snapshot(snapshot_id, len(files), total, scan.added + manifest_added, tuple(scan.omitted))
 
+    def settle(self) -> None:
+        """The run is over and the harness has made its last link to its data: remember the data's
+        digests for later processes and give back this process's leases (data_digests.py), once
+        the last snapshot is on disk."""
+        try:
+            self.wait_durable()
+        finally:
+            data_digests.settle(self.data_digests)
+
+    def wait_durable(self) -> None:
+        """Wait for the last snapshot's sync (a TraceError if it failed): call before recording
+        anything that names a snapshot as final."""
+        try:
+            self._sync.wait()
+        except TraceError:
+            self._durable.clear()  # the next snapshot syncs again, whatever it stores
+            raise
+
+    def __enter__(self) -> SnapshotStore:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.settle()
+
     def _renames(self) -> int:
         """Blobs and manifests this instance put in place: whether a snapshot wrote anything."""
         return self._blobs.renames + self._manifests.renames
 
     def _make_durable(self, snapshot_id: str, *, wrote: bool) -> None:
-        """One sync for the whole snapshot, before its id is handed out (see the module docstring)."""
+        """One sync for the whole snapshot, started in the background (see the module docstring)."""
         if self._fsync and (wrote or snapshot_id not in self._durable):
-            _sync_filesystem(self.root)
+            self._sync.start()
         self._durable.add(snapshot_id)
 
     # ------------------------------------------------------------------ reading
@@ -113,7 +148,13 @@ class SnapshotStore:
         entry = self._manifests.load(snapshot_id)["files"].get(rel)
         if entry is None or "symlink" in entry:
             return None
-        return self._blobs.path(entry["sha256"]).read_bytes()
+        try:
+            data = self._blobs.path(entry["sha256"]).read_bytes()
+        except FileNotFoundError:
+            raise self._blobs.missing(entry["sha256"], rel, snapshot_id) from None
+        if len(data) != entry["size"]:
+            raise self._blobs.cut_short(entry["sha256"], rel, snapshot_id)
+        return data
 
     def diff(self, old_id: str, new_id: str) -> dict[str, list[str]]:
         """Paths added, removed and changed (content, mode or link target) between two snapshots."""
@@ -153,23 +194,3 @@ class SnapshotStore:
                     total += st.st_size
         return total
 
-
-_libc_syncfs: Any = None
-
-
-def _sync_filesystem(path: Path) -> None:
-    """Make everything written on ``path``'s file system durable: ``syncfs``, else ``sync``."""
-    global _libc_syncfs
-    if _libc_syncfs is None:
-        try:
-            _libc_syncfs = ctypes.CDLL(None, use_errno=True).syncfs
-        except (AttributeError, OSError):
-            _libc_syncfs = False
-    if _libc_syncfs:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
-        try:
-            if _libc_syncfs(fd) == 0:
-                return
-        finally:
-            os.close(fd)
-    os.sync()
