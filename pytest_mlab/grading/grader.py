@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 from pytest_mlab.data.cache import PreparedData
 from pytest_mlab.grading.measure import measure
-from pytest_mlab.grading.timing import TIMING_FILE
+from pytest_mlab.grading.measured import TIMING_FILE
 from pytest_mlab.sandbox.base import SandboxOptions
 from pytest_mlab.sandbox.environ import clean_environment
 from pytest_mlab.sandbox.owner import owned_prefix
