@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import textwrap
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -179,8 +181,6 @@ def test_a_submission_cannot_make_the_starter_look_slow(kind, tmp_path):
         json.dump({{"seen": os.path.exists({str(marker)!r})}}, open(os.path.join(out, "seen.json"), "w"))
     '''), starter={"work.py": ""}, repeats=2)
     measured = task.measure(kind, {"attack": "", "work.py": ""})
-    import time
-
     time.sleep(1.5)  # past the moment a survivor would write
     assert not marker.exists()
     for index in range(2):
@@ -341,3 +341,32 @@ def test_a_symlinked_submission_is_invalid_and_nothing_behind_it_is_quoted(tmp_p
     assert "very-secret-value" not in grade.invalid_reason and str(secret) not in grade.invalid_reason
     elsewhere = task.grade("local", {submission: "mine"}, links={"other": str(secret)})
     assert elsewhere.valid and elsewhere.score == 1.0  # a link elsewhere is left out, not an error
+
+
+def test_a_script_runs_and_ends_while_a_timed_measurement_is_in_progress(tmp_path):
+    """No lock between them: an Execute Script step of another run starts and finishes while the
+    first execution of a timed measurement is still running (it waits for the file the step
+    writes, at most a minute); a measurement never makes another item's step wait."""
+    from tests.env.support import make_environment
+
+    started, release = tmp_path / "started", tmp_path / "release"
+    task = tiny_task(tmp_path / "task", script(f'''
+        import time
+        open({str(started)!r}, "w").close()
+        deadline = time.monotonic() + 60
+        while not os.path.exists({str(release)!r}) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        json.dump({{"released": os.path.exists({str(release)!r})}}, open(os.path.join(out, "seen.json"), "w"))
+    '''), starter={"work.py": ""}, repeats=1)
+    (tmp_path / "run").mkdir()
+    env = make_environment(tmp_path / "run", files={"step.py": f"open({str(release)!r}, 'w').close()\nprint('done')"})
+    with ThreadPoolExecutor(1) as pool:
+        measuring = pool.submit(task.measure, "local", {"work.py": ""})
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert started.exists(), "the measurement did not start"
+        observation = env.step("Execute Script", {"script_name": "step.py"})
+        measured = measuring.result()
+    assert observation.endswith("done\n")
+    assert saved(measured, "seen.json", "starter") == {"released": True}
