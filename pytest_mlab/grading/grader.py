@@ -37,7 +37,7 @@ class Grade:
     # the grader itself failed (raised something other than InvalidSubmission, died, timed out):
     # nothing is known about the submission, so the run is not the agent's failure
     grader_failed: bool = False
-    # a timed task's measurement (the measure step's timing.json): rounds, every time, settled or
+    # a timed task's measurement (the measure step's timing.json): rounds, every time, stopped as slow or
     # not; the run keeps it, so a surprising ratio can be read back
     timing: Mapping[str, Any] | None = None
 

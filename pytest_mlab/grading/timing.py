@@ -26,9 +26,10 @@ first execution used more than SLOW_BOUND times the starter's CPU seconds, or di
 within SLOW_BOUND times the starter's wall-clock seconds (plus :data:`SLOW_GRACE_S`), the
 measurement stops there and the relative time is SLOW_BOUND. It cannot gain from this: the
 bound is a score four times worse than the starter's, and its code never runs in the starter's
-sandbox (the starter's first execution comes before any of the submission's). Timing therefore
-takes at most ``repeats`` rounds of about two starter times each, plus one execution of at most
-SLOW_BOUND starter times.
+sandbox (the starter's first execution comes before any of the submission's). The cost of a
+grading is thus bounded by the starter's: a slow submission costs one starter execution and
+one execution of at most SLOW_BOUND starter times (plus the grace); any other, ``repeats``
+rounds of at most 1 + SLOW_BOUND starter times plus start-up.
 
 Work on a GPU is not in the CPU count. When the unchanged starter's executions report the
 wall-clock seconds of their GPU work (:data:`GPU_SECONDS`, measured by the measure script with
