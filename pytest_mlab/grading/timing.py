@@ -11,12 +11,13 @@ under it:
 
 1.0 for the starter itself, lower is better. Why minimums: noise on a loaded machine only ever
 adds CPU seconds (cold caches after each switch, shared memory bandwidth, a virtual machine's
-stolen time), so each side's fastest execution is its least disturbed one. Measured beside
-other work on 2 cores (bench/timing_stability.py, the unchanged vectorization starter against
-itself in 3 rounds, the very same execution taking 1.8 to 3.0 CPU seconds), the ratio of
-minimums spread least: standard deviation 0.08 over six gradings, against 0.12 for the ratio of
-sums and 0.16 for the median of per-round paired ratios, which divides one noisy execution by
-another. The numerator is at least :data:`MIN_WORK_S`: an execution that differs from the
+stolen time), so each side's fastest execution is its least disturbed one. Measured on a
+2-core machine at a load average of 12 to 22 (bench/timing_stability.py: the unchanged
+vectorization starter against itself, 3 rounds, the very same execution taking 0.9 to 3.0 CPU
+seconds), the ratio of minimums spread least or as little as any other statistic of the same
+rounds: standard deviation 0.10 over 10 gradings of the original batch and 0.13 over 20 of the
+mini batch, against 0.12 and 0.13 for the ratio of sums and 0.14 and 0.15 for the median of
+per-round paired ratios, which divides one disturbed execution by another. The numerator is at least :data:`MIN_WORK_S`: an execution that differs from the
 start-up by less than that is below what the measurement can resolve, and must not divide into
 ~0 or a negative number by chance. The number of rounds is fixed (``timing.repeats``): no round
 is added when the times disagree, so a grading's cost is known in advance.
@@ -24,7 +25,10 @@ is added when the times disagree, so a grading's cost is known in advance.
 A submission slower than :data:`SLOW_BOUND` times the starter is not measured again: when its
 first execution used more than SLOW_BOUND times the starter's CPU seconds, or did not finish
 within SLOW_BOUND times the starter's wall-clock seconds (plus :data:`SLOW_GRACE_S`), the
-measurement stops there and the relative time is SLOW_BOUND. It cannot gain from this: the
+measurement stops there and the relative time is SLOW_BOUND; a relative time measured in full
+is capped there too, so a slower submission never scores better than a less slow one (the CPU
+test compares whole executions, start-up included, so it stops only submissions whose work is
+beyond the bound). It cannot gain from this: the
 bound is a score four times worse than the starter's, and its code never runs in the starter's
 sandbox (the starter's first execution comes before any of the submission's). The cost of a
 grading is thus bounded by the starter's: a slow submission costs one starter execution and
@@ -73,7 +77,8 @@ class Timing:
 
     @property
     def relative(self) -> float:
-        """The submission's fastest time over the starter's, start-up subtracted from both."""
+        """The submission's fastest time over the starter's, start-up subtracted from both, at most
+        :data:`SLOW_BOUND`."""
         if self.slow:
             return SLOW_BOUND
         start_up = min(self.overhead)
@@ -83,7 +88,7 @@ class Timing:
             raise GradingError(f"the unchanged starter took no more CPU time than start-up alone "
                                f"(starter {min(self.starter):.3f} s, start-up {start_up:.3f} s): "
                                f"the task's measure script does not time the starter's work")
-        return work / starter_work
+        return min(work / starter_work, SLOW_BOUND)
 
 
 def _timing(cpu: dict[str, tuple[float, ...]], gpu: dict[str, tuple[float, ...]] | None) -> Timing:

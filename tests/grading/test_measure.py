@@ -139,12 +139,17 @@ def test_a_submission_beyond_the_slow_bound_in_cpu_time_is_timed_once_and_scored
     assert relative_time(measured, "work.py") == SLOW_BOUND
 
 
-def test_a_submission_just_inside_the_slow_bound_is_measured_in_full(tmp_path, monkeypatch):
-    scripted_cpu_times(monkeypatch, submission=[SLOW_BOUND * 2.0 - 0.1] * 3, starter=[2.0] * 3, overhead=[0.1] * 3)
+@pytest.mark.parametrize("submission, relative", [(SLOW_BOUND * 2.0 - 0.1, SLOW_BOUND), (6.0, 5.9 / 1.9)])
+def test_a_submission_inside_the_slow_bound_is_measured_in_full_and_capped_at_it(tmp_path, monkeypatch, submission,
+                                                                                  relative):
+    """Whole executions, start-up included, are compared: a work ratio of 4.1 runs every round, and
+    its score is capped at the bound, never worse than a submission stopped there."""
+    scripted_cpu_times(monkeypatch, submission=[submission] * 3, starter=[2.0] * 3, overhead=[0.1] * 3)
     task = tiny_task(tmp_path, script(""), starter={"work.py": ""}, repeats=3)
     measured = task.measure("local", {"work.py": ""})
-    assert not json.loads((measured / "timing.json").read_text())["slow"]
-    assert relative_time(measured, "work.py") == pytest.approx((SLOW_BOUND * 2.0 - 0.2) / 1.9)
+    timing = json.loads((measured / "timing.json").read_text())
+    assert not timing["slow"] and len(timing["submission"]) == 3
+    assert relative_time(measured, "work.py") == pytest.approx(relative)
 
 
 def test_a_submission_that_outlasts_the_slow_bound_is_stopped_once_and_graded_slow(tmp_path, monkeypatch):
