@@ -372,6 +372,8 @@ def test_a_script_runs_and_ends_while_a_timed_measurement_is_in_progress(tmp_pat
             time.sleep(0.05)
         assert started.exists(), "the measurement did not start"
         observation = env.step("Execute Script", {"script_name": "step.py"})
+        still_measuring = not measuring.done()  # behind a lock, the step would have waited for the end
         measured = measuring.result()
-    assert observation.endswith("done\n")
-    assert saved(measured, "seen.json", "starter") == {"released": True}
+    assert observation.endswith("done\n") and still_measuring
+    first = json.loads((measured / "timing.json").read_text())["order"][0][0]
+    assert saved(measured, "seen.json", first) == {"released": True}
