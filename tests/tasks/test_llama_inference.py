@@ -66,7 +66,7 @@ def test_mini_has_the_real_layout(mini_data):
     ids = tokenizer(lines[1])["input_ids"]
     assert ids[0] == tokenizer.bos_token_id and tokenizer.unk_token_id not in ids
     with np.load(hidden / "prompts.npz") as case:
-        batches = load_function(TASK, "prepare.py:MINI_BATCHES")  # fewer than full's 100: docs/fidelity.md
+        batches = load_function(TASK, "prepare.py:BATCHES")
         assert case["input_ids"].shape == (batches, BATCH, CONTEXT)
         assert case["expected"].shape == (batches, BATCH, CONTEXT + NEW_TOKENS)
         assert np.array_equal(case["expected"][..., :CONTEXT], case["input_ids"])
@@ -84,7 +84,7 @@ def test_hidden_prompts_follow_the_starters_rule_on_rows_the_agent_lacks(mini_da
     from transformers import AutoTokenizer
 
     public, hidden = mini_data
-    rows = load_function(TASK, "prepare.py:_rows")(np.random.default_rng(0), 310)  # as prepare.mini makes them
+    rows = load_function(TASK, "prepare.py:_rows")(np.random.default_rng(0), 520)
     tokenizer = AutoTokenizer.from_pretrained(public / "llama-7b")
     with np.load(hidden / "prompts.npz") as case:
         prompts = case["input_ids"]
