@@ -1,15 +1,12 @@
-"""The project's own test session shares no folder and no lock with a user's runs.
+"""The project's own test session shares no folder with a user's runs.
 
 pytest-mlab's plugin is active in the test session itself (it is installed), so without this the
-session would keep its results, its data cache and the lock of timed measurements where a user's
-``pytest specs/`` keeps them: ``mlab-results/`` in the checkout and ``~/.cache/pytest-mlab``. A test
-that runs a script in-process would then wait while the user's main job times a submission, and
-the reverse. Here every process of the test session (the controller and each xdist worker) points
+session would keep its results and its data cache where a user's ``pytest specs/`` keeps them:
+``mlab-results/`` in the checkout and ``~/.cache/pytest-mlab``. Here every process of the test session (the controller and each xdist worker) points
 those defaults at one scratch folder of its own, made when the session starts and removed when it
 ends. An explicit ``--mlab-out`` or ``--mlab-cache`` is kept as given.
 
-Sub-runs (pytester) already pass their own folders; ``PYTEST_MLAB_QUIET_DIR`` from the user's shell
-is dropped, since it would otherwise put the suite's timed measurements under the user's lock.
+Sub-runs (pytester) already pass their own folders.
 """
 
 from __future__ import annotations
@@ -22,7 +19,6 @@ from pathlib import Path
 import pytest
 
 SCRATCH_VARIABLE = "PYTEST_MLAB_TESTS_SCRATCH"
-QUIET_VARIABLE = "PYTEST_MLAB_QUIET_DIR"
 
 
 _made_here: list[Path] = []  # the scratch folder this process made, and so removes at its end
@@ -39,7 +35,6 @@ def session_scratch() -> Path:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    os.environ.pop(QUIET_VARIABLE, None)
     scratch = session_scratch()
     option = config.option
     if getattr(option, "mlab_out", None) in (None, "mlab-results"):

@@ -6,7 +6,6 @@ from pytest_mlab.env.context import ActionContext
 from pytest_mlab.errors import EnvError
 from pytest_mlab.sandbox.base import ExecResult
 from pytest_mlab.sandbox.paths import normalize_relpath
-from pytest_mlab.sandbox.quiet import script_running
 from pytest_mlab.spec.units import format_duration
 
 HEADER = "The script has been executed"
@@ -19,8 +18,7 @@ def execute_script(ctx: ActionContext, script_name: str) -> str:
     if not ctx.sandbox.exists(relpath):
         raise EnvError(f"the script '{script_name}' does not exist in the workspace; create it first")
     timeout = min(ctx.limits.execute_timeout, max(ctx.remaining_time, 1.0))
-    with script_running():  # waits while a timed measurement holds the machine (sandbox/quiet.py)
-        result = ctx.sandbox.exec([ctx.sandbox.python, relpath], timeout=timeout, output_limit=ctx.limits.output_limit)
+    result = ctx.sandbox.exec([ctx.sandbox.python, relpath], timeout=timeout, output_limit=ctx.limits.output_limit)
     if result.timed_out:
         raise EnvError(f"the script was stopped after {format_duration(timeout)} (time limit); "
                        f"output before it was stopped:\n{result.stdout}{result.stderr}")

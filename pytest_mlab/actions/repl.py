@@ -17,7 +17,6 @@ from pytest_mlab.env.context import ActionContext
 from pytest_mlab.errors import EnvError
 from pytest_mlab.in_sandbox import repl_runner
 from pytest_mlab.sandbox.base import Sandbox
-from pytest_mlab.sandbox.quiet import script_running
 from pytest_mlab.spec.units import format_duration
 
 #: Successful commands per sandbox (so per run); forgotten when the run's sandbox goes away.
@@ -29,9 +28,8 @@ def python_repl(ctx: ActionContext, command: str) -> str:
     history = _HISTORY.setdefault(ctx.sandbox, [])
     timeout = min(ctx.limits.execute_timeout, max(ctx.remaining_time, 1.0))
     payload = json.dumps({"history": history, "command": command})
-    with script_running():
-        result = ctx.sandbox.exec([ctx.sandbox.python, "-c", _RUNNER], timeout=timeout,
-                                  output_limit=ctx.limits.output_limit, stdin=payload)
+    result = ctx.sandbox.exec([ctx.sandbox.python, "-c", _RUNNER], timeout=timeout,
+                              output_limit=ctx.limits.output_limit, stdin=payload)
     output = result.stdout + result.stderr
     if result.timed_out:
         raise EnvError(f"the command was stopped after {format_duration(timeout)} (time limit; earlier "

@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 from pytest_mlab.data.cache import PreparedData
 from pytest_mlab.grading.measure import measure
-from pytest_mlab.grading.timing import TIMING_FILE
+from pytest_mlab.grading.measured import TIMING_FILE
 from pytest_mlab.sandbox.base import SandboxOptions
 from pytest_mlab.sandbox.environ import clean_environment
 from pytest_mlab.sandbox.owner import owned_prefix
@@ -37,7 +37,7 @@ class Grade:
     # the grader itself failed (raised something other than InvalidSubmission, died, timed out):
     # nothing is known about the submission, so the run is not the agent's failure
     grader_failed: bool = False
-    # a timed task's measurement (the measure step's timing.json): rounds, every time, settled or
+    # a timed task's measurement (the measure step's timing.json): rounds, every time, stopped as slow or
     # not; the run keeps it, so a surprising ratio can be read back
     timing: Mapping[str, Any] | None = None
 

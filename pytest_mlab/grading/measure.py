@@ -16,9 +16,8 @@ agent's code declares ``metric.measure``; before its grader runs, this module
   ``measure.output_limit`` bytes and :data:`OUTPUT_FILES` files) to ``measured/<subject>/<n>/out/``
   and writes ``measured/<subject>/<n>/exec.json``: return code, time-out, CPU seconds, the tail
   of the output, and whether the copy was cut short;
-- when the task is timed (``measure.timing.repeats``, and up to ``max_repeats`` rounds until the
-  times settle: :mod:`.timing`), runs the submission, the unchanged starter and an overhead
-  execution (the script with ``MLAB_MEASURE_PHASE=overhead`` in a sandbox holding only
+- when the task is timed (``measure.timing.repeats``, a fixed number of rounds: :mod:`.timing`),
+  runs the unchanged starter, the submission and an overhead execution (the script with ``MLAB_MEASURE_PHASE=overhead`` in a sandbox holding only
   ``.mlab-measure/``: no agent code runs there, it only does its imports) interleaved, in a
   rotating order, and writes ``measured/timing.json``. CPU times come from the sandbox
   (``ExecResult.cpu_time``: the kernel's or the cgroup's count, read from outside the sandbox's
@@ -26,8 +25,11 @@ agent's code declares ``metric.measure``; before its grader runs, this module
   subtracted: the agent could inflate it.
 
 The grader decides what a failed measurement means; timing stops at the first failed execution
-(the submission is invalid or the grading broken either way), or the first the sandbox could not
-count (a backend without CPU accounting here), and ``timing.json`` says why.
+(the submission is invalid or the grading broken either way), the first the sandbox could not
+count (a backend without CPU accounting here), or the first submission execution beyond
+:data:`~.timing.SLOW_BOUND` times the starter (``slow`` in ``timing.json``), and ``timing.json``
+says why. Nothing here takes a lock: other work on the machine, scripts of other runs included,
+goes on during a timed measurement, and the score's paired ratios are built to hold under it.
 """
 
 from __future__ import annotations
@@ -41,20 +43,20 @@ from pathlib import Path, PurePosixPath
 
 from pytest_mlab.data.cache import PreparedData
 from pytest_mlab.errors import GradingError
-from pytest_mlab.grading.measured import OVERHEAD, STARTER, SUBMISSION
-from pytest_mlab.grading.timing import TIMING_FILE, measured_enough, starter_reports_gpu_seconds
+from pytest_mlab.grading.measured import OVERHEAD, STARTER, SUBMISSION, TIMING_FILE
+from pytest_mlab.grading.timing import SLOW_BOUND, SLOW_GRACE_S, starter_reports_gpu_seconds
 from pytest_mlab.in_sandbox import mlab_measure
 from pytest_mlab.sandbox.base import ExecResult, Sandbox, SandboxOptions
 from pytest_mlab.sandbox.owner import owned_prefix
-from pytest_mlab.sandbox.quiet import script_running, timed_measurement
 from pytest_mlab.sandbox.registry import open_sandbox, resolve_kind
 from pytest_mlab.spec.models import Measure, TaskSpec
 from pytest_mlab.trace import SnapshotStore
 
 MEASURE_DIR = ".mlab-measure"
 SUPPORT_SOURCE = Path(mlab_measure.__file__)  # what the measure script imports as mlab_measure
-#: The order of one timed repeat, rotated each repeat so slow drift of the machine cancels out.
-ROTATION = (SUBMISSION, STARTER, OVERHEAD)
+#: The order of one timed round, rotated each round so slow drift of the machine cancels out; the
+#: starter first, so the submission's first execution has a bound (:data:`~.timing.SLOW_BOUND`).
+ROTATION = (STARTER, SUBMISSION, OVERHEAD)
 OUTPUT_FILES = 10_000  # most files one execution's out/ brings back
 OUTPUT_DEPTH = 16  # deepest folder of out/ brought back
 OUTPUT_TAIL = 4096  # characters of stdout + stderr kept in exec.json
@@ -96,9 +98,7 @@ def measure(task: TaskSpec, store: SnapshotStore, snapshot_id: str, data: Prepar
         if spec.timing_repeats is None:
             runner.run(submission, 0)
         else:
-            with timed_measurement():  # no other script of ours runs on this machine meanwhile
-                runner.timed(submission, Subject(STARTER, task.env_files()), spec.timing_repeats,
-                             spec.timing_max_repeats or spec.timing_repeats)
+            runner.timed(submission, Subject(STARTER, task.env_files()), spec.timing_repeats)
     return measured
 
 
@@ -122,17 +122,17 @@ class _Runner:
         self.empty = scratch / "empty"
         self.empty.mkdir()
 
-    def timed(self, submission: Subject, starter: Subject, repeats: int, max_repeats: int) -> None:
-        """Submission, starter and overhead, interleaved and rotated, ``repeats`` rounds and then
-        more, up to ``max_repeats``, until the times settle (see :mod:`.timing`); stops at the
-        first failure."""
+    def timed(self, submission: Subject, starter: Subject, repeats: int) -> None:
+        """Starter, submission and overhead, interleaved and rotated, ``repeats`` rounds; stops at
+        the first failure, or after a submission execution beyond the slow bound (:mod:`.timing`)."""
         subjects = {SUBMISSION: submission, STARTER: starter, OVERHEAD: Subject(OVERHEAD, data=False)}
         times: dict[str, list[float | None]] = {name: [] for name in ROTATION}
         order: list[list[str]] = []
         stopped: str | None = None
-        settled = False
+        slow = False
+        bound: tuple[float, float] | None = None  # the first starter execution's CPU and wall seconds
         on_gpu = False  # the unchanged starter reports GPU seconds: start-up alone is never subtracted
-        for repeat in range(max(repeats, max_repeats)):
+        for repeat in range(repeats):
             shift = repeat % len(ROTATION)
             this_round: list[str] = []
             order.append(this_round)
@@ -140,8 +140,15 @@ class _Runner:
                 if name == OVERHEAD and on_gpu:
                     continue
                 this_round.append(name)
-                result = self.run(subjects[name], repeat, phase=OVERHEAD if name == OVERHEAD else "run")
+                limit = self.spec.timeout
+                if name == SUBMISSION and bound is not None:
+                    limit = min(limit, SLOW_BOUND * bound[1] + SLOW_GRACE_S)
+                result = self.run(subjects[name], repeat, phase=OVERHEAD if name == OVERHEAD else "run",
+                                  timeout=limit)
                 times[name].append(result.cpu_time)
+                if name == SUBMISSION and bound is not None and _beyond_bound(result, limit, bound, on_gpu, self.spec.timeout):
+                    slow = True
+                    break
                 if result.timed_out or result.returncode != 0:
                     stopped = f"the {name} execution {repeat + 1} failed"
                 elif result.cpu_time is None:
@@ -150,35 +157,33 @@ class _Runner:
                                f"cannot be graded in it")
                 if stopped:
                     break
-                if name == STARTER and not on_gpu:  # the first round's starter runs before start-up
+                if name == STARTER and bound is None:  # the first round's starter runs before anything else
+                    bound = (result.cpu_time, result.duration)
                     on_gpu = starter_reports_gpu_seconds(self.measured)
-            if stopped:
-                break
-            settled = repeat + 1 >= repeats and measured_enough(self.measured, times)
-            if settled:
+            if stopped or slow:
                 break
         _write_json(self.measured / TIMING_FILE, {"unit": "cpu_seconds", "repeats": len(order), **times,
                                                      "order": order, "complete": stopped is None,
-                                                     "stopped": stopped, "min_repeats": repeats,
-                                                     "max_repeats": max_repeats, "settled": settled,
+                                                     "stopped": stopped, "slow": slow, "slow_bound": SLOW_BOUND,
                                                      "gpu_seconds": on_gpu})
 
-    def run(self, subject: Subject, index: int, *, phase: str = "run") -> ExecResult:
-        """One execution in a fresh sandbox; its out/ and exec.json land in measured/SUBJECT/INDEX/."""
+    def run(self, subject: Subject, index: int, *, phase: str = "run", timeout: float | None = None) -> ExecResult:
+        """One execution in a fresh sandbox, within ``timeout`` seconds (the task's measure timeout
+        by default); its out/ and exec.json land in measured/SUBJECT/INDEX/."""
+        timeout = self.spec.timeout if timeout is None else timeout
         folder = self.measured / subject.name / str(index)
         folder.mkdir(parents=True)
         with open_sandbox(self.kind, options=self.options) as sandbox:
             self._populate(sandbox, subject)
-            with script_running():  # a no-op inside a timed measurement, which holds the machine
-                result = sandbox.exec([sandbox.python, f"{MEASURE_DIR}/{self.script}", f"{MEASURE_DIR}/inputs",
-                                       f"{MEASURE_DIR}/out"], timeout=self.spec.timeout, output_limit=EXEC_OUTPUT_LIMIT,
-                                      env={mlab_measure.PHASE_VARIABLE: phase})
+            result = sandbox.exec([sandbox.python, f"{MEASURE_DIR}/{self.script}", f"{MEASURE_DIR}/inputs",
+                                   f"{MEASURE_DIR}/out"], timeout=timeout, output_limit=EXEC_OUTPUT_LIMIT,
+                                  env={mlab_measure.PHASE_VARIABLE: phase})
             sandbox.sync_out()
             copied = copy_regular_tree(sandbox.workspace, f"{MEASURE_DIR}/out", folder / "out",
                                        max_bytes=self.spec.output_limit, max_files=OUTPUT_FILES)
         _write_json(folder / "exec.json", {
             "subject": subject.name, "phase": phase, "returncode": result.returncode, "timed_out": result.timed_out,
-            "timeout": self.spec.timeout, "cpu_time": result.cpu_time,
+            "timeout": timeout, "cpu_time": result.cpu_time,
             "output_tail": (result.stdout + result.stderr)[-OUTPUT_TAIL:],
             "truncated": copied.truncated is not None, "truncated_reason": copied.truncated,
             "skipped": copied.skipped[:100]})
@@ -204,6 +209,16 @@ class _Runner:
                 raise GradingError(f"task {self.task.name}: metric.measure.inputs names {name!r}, which its data "
                                    f"recipe did not write to the hidden folder")
             sandbox.copy_in(self.data.hidden / name, f"{MEASURE_DIR}/inputs/{name}")
+
+
+def _beyond_bound(result: ExecResult, limit: float, bound: tuple[float, float], on_gpu: bool,
+                  task_timeout: float) -> bool:
+    """Whether a submission execution was slower than SLOW_BOUND times the starter's first: stopped
+    at the bound's wall-clock limit (not the task's own), or, on a CPU, more CPU seconds."""
+    if result.timed_out:
+        return limit < task_timeout
+    return not on_gpu and result.returncode == 0 and result.cpu_time is not None \
+        and result.cpu_time > SLOW_BOUND * bound[0]
 
 
 def copy_regular_tree(root: Path, relative: str, dest: Path, *, max_bytes: int, max_files: int) -> Copied:

@@ -18,6 +18,8 @@ from pytest_mlab.errors import InvalidSubmission
 from pytest_mlab.in_sandbox.mlab_measure import RESULT
 
 SUBMISSION, STARTER, OVERHEAD = "submission", "starter", "overhead"  # the subjects of executions
+#: The measure step's record of a timed measurement (in ``measured/``; a run keeps a copy in its folder).
+TIMING_FILE = "timing.json"
 _RESULT_MAX_BYTES = 1 << 20
 
 
@@ -66,9 +68,14 @@ class Execution:
 
 
 def executions(measured: Path, subject: str = SUBMISSION) -> list[Execution]:
-    """Every recorded execution of ``subject``, in order (one unless the task is timed)."""
+    """Every recorded execution of ``subject``, in order (one unless the task is timed), less a
+    submission execution the harness stopped at the slow bound (:func:`stopped_as_slow`): it is
+    scored as slow, and has no output to check."""
     folders = sorted((p for p in (Path(measured) / subject).glob("*") if p.name.isdigit()), key=lambda p: int(p.name))
-    return [_execution(folder) for folder in folders]
+    found = [_execution(folder) for folder in folders]
+    if subject == SUBMISSION and stopped_as_slow(measured):
+        found = [execution for execution in found if not execution.timed_out]
+    return found
 
 
 def _execution(folder: Path) -> Execution:
@@ -112,6 +119,13 @@ def saved_arrays(measured: Path, *, source: str, what: str, stages: dict[str, st
             raise InvalidSubmission(f"{source}: {stages[result['error']]} {result.get('detail', '')}".rstrip())
         where = f" (timed {unit} {run.index + 1} of {len(runs)})" if len(runs) > 1 else ""
         yield load_array(run.out / name, label), where
+
+
+def stopped_as_slow(measured: Path) -> bool:
+    """Whether the harness's timing record says the submission passed the slow bound (see
+    :mod:`pytest_mlab.grading.timing`): its one execution may have been stopped before its output."""
+    path = Path(measured) / TIMING_FILE
+    return path.is_file() and bool(json.loads(path.read_text(encoding="utf-8")).get("slow"))
 
 
 def finite_positive(value: Any) -> bool:

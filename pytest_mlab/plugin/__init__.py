@@ -26,7 +26,6 @@ from pytest_mlab.spec.suffixes import SPEC_SUFFIXES
 
 PREPARED = pytest.StashKey[set]()
 SWEPT = pytest.StashKey[bool]()  # leftovers were removed before the first run: again at the end
-QUIET_BEFORE = pytest.StashKey["Path | None"]()  # the lock folder of timed measurements before this session
 _TASK_KIND = re.compile(r"^kind:\s*['\"]?Task['\"]?\s*(#.*)?$", re.MULTILINE)
 
 
@@ -45,12 +44,6 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = read_settings(config)
         skips_allowed = allow_skips(config)
         config.stash[GPU_POOL] = gpu_pool(config, settings.out_dir)
-        from pytest_mlab.sandbox.quiet import lock_folder, use_results_folder
-
-        # timed measurements hold the machine (sandbox/quiet.py); the folder it replaces comes back
-        # at the session's end
-        config.stash[QUIET_BEFORE] = use_results_folder(settings.out_dir)
-        lock_folder()  # a PYTEST_MLAB_QUIET_DIR that cannot be used stops the session before any run
         config.stash[DOCKER_HOSTS] = docker_hosts(config, settings.sandbox)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
@@ -217,13 +210,6 @@ def _remove_leftovers(config: pytest.Config, *, again: bool = False) -> None:
         remove_leftovers(config.stash[SETTINGS].sandbox)
     except MlabError as exc:
         raise pytest.UsageError(f"--sandbox={config.stash[SETTINGS].sandbox}: {exc}") from None
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    if QUIET_BEFORE in config.stash:
-        from pytest_mlab.sandbox.quiet import restore_folder
-
-        restore_folder(config.stash[QUIET_BEFORE])
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):

@@ -1,7 +1,7 @@
 """Where the processes of one session agree on a machine's resources through lock files.
 
 The results folder can be shared by sessions on several machines (a network file system, one
-results folder for a cluster), and a machine's GPUs or CPU quiet are that machine's alone; so
+results folder for a cluster), and a machine's GPUs are that machine's alone; so
 every kind of lock lives in a folder per host: ``<results>/<kind>/<hostname>/``.
 """
 

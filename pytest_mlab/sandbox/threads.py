@@ -6,16 +6,15 @@ N x C busy threads: they preempt each other in the middle of parallel regions an
 workers spin while they wait, which costs CPU time and wall time without doing more work. Each
 sandboxed command therefore gets ``max(1, C // N)`` threads through the libraries' environment
 variables, set only where N > 1; a single item keeps the libraries' defaults, as the original
-MLAgentBench ran its scripts. A timed measurement holds the machine alone (sandbox/quiet.py), so
-its executions keep the defaults too. Code in the workspace can still ask for more threads itself
-(``torch.set_num_threads``); these are defaults, not limits.
+MLAgentBench ran its scripts. A timed measurement's executions get the same share as any other
+script: the submission and the starter alike, so their ratio compares like with like. Code in the
+workspace can still ask for more threads itself (``torch.set_num_threads``); these are defaults,
+not limits.
 """
 
 from __future__ import annotations
 
 import os
-
-from pytest_mlab.sandbox.quiet import holds_exclusive
 
 # the variables the common numeric libraries read at start-up for their thread pools
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
@@ -46,7 +45,7 @@ def cpu_share(cores: int, items: int) -> int | None:
 
 
 def thread_environment() -> dict[str, str]:
-    """The thread variables for a command started now: empty outside xdist and inside a timed
-    measurement (library defaults), else every variable set to the item's CPU share."""
-    share = None if holds_exclusive() else cpu_share(usable_cores(), concurrent_items())
+    """The thread variables for a command started now: empty outside xdist (library defaults), else
+    every variable set to the item's CPU share."""
+    share = cpu_share(usable_cores(), concurrent_items())
     return {} if share is None else {name: str(share) for name in THREAD_VARIABLES}

@@ -85,12 +85,6 @@ def build_task(raw: RawSpec, library: SpecLibrary, root: Path, files: TaskFiles 
         problems.run(lambda: _measure_script(assets, measure["script"], fail), ("metric", "measure", "script"),
                      in_assets)
     measure_limits = _limits(measure, ("metric", "measure"), problems)
-    timing = as_mapping(measure.get("timing"))
-    if isinstance(timing.get("max_repeats"), int) and isinstance(timing.get("repeats"), int) \
-            and timing["max_repeats"] < timing["repeats"]:
-        problems.add(("metric", "measure", "timing", "max_repeats"),
-                     f"max_repeats ({timing['max_repeats']}) is below repeats ({timing['repeats']}): it is the most "
-                     f"rounds a timed measurement may run, at least repeats; leave it out to always run {timing['repeats']}")
     prepares = {}
     for variant, variant_data in as_mapping(data.get("data")).items():
         path = ("data", variant, "prepare")
@@ -194,8 +188,7 @@ def _measure(data: dict[str, Any], limits: dict[str, float | int]) -> models.Mea
     """The measure step of a valid spec."""
     timing = data.get("timing")
     return models.Measure(script=data["script"], inputs=tuple(data.get("inputs", ())), **limits,
-                          timing_repeats=timing["repeats"] if timing else None,
-                          timing_max_repeats=timing.get("max_repeats", timing["repeats"]) if timing else None)
+                          timing_repeats=timing["repeats"] if timing else None)
 
 
 def _function(assets: Path, text: str, fail, path: tuple, files: TaskFiles) -> models.FunctionRef:

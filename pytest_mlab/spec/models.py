@@ -71,7 +71,6 @@ class Measure:
     timeout: float = DEFAULT_MEASURE_TIMEOUT
     output_limit: int = DEFAULT_MEASURE_OUTPUT_LIMIT
     timing_repeats: int | None = None  # None: not timed; else timed from outside, against the starter
-    timing_max_repeats: int | None = None  # rounds a timed measurement may add until its minimums settle
 
 
 @dataclass(frozen=True)

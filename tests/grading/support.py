@@ -106,7 +106,7 @@ CONSTANT_GRADER = "def score(workspace, answers, measured):\n    return 1.0\n"
 
 def tiny_task(root: Path, measure_script: str, *, grader: str = CONSTANT_GRADER,
               hidden: dict[str, str] | None = None, inputs: tuple[str, ...] = (), public: dict[str, str] | None = None,
-              starter: dict[str, str] | None = None, repeats: int | None = None, max_repeats: int | None = None,
+              starter: dict[str, str] | None = None, repeats: int | None = None,
               timeout: float = 60.0,
               output_limit: int = 1 << 20, submission: str | None = None, name: str = "tiny") -> TinyTask:
     """A task in ``root``: assets (measure.py, grader.py, env/ = ``starter``), a prepared data
@@ -120,7 +120,7 @@ def tiny_task(root: Path, measure_script: str, *, grader: str = CONSTANT_GRADER,
     (assets / "measure.py").write_text(measure_script)
     (assets / "grader.py").write_text(grader)
     metric = Metric(name="score", direction="maximize", grader=FunctionRef("grader.py", "score"), submission=submission,
-                    measure=Measure("measure.py", inputs, timeout, output_limit, repeats, max_repeats or repeats))
+                    measure=Measure("measure.py", inputs, timeout, output_limit, repeats))
     task = TaskSpec(name=name, description="a tiny task", source=str(root / "tiny.yaml"), line=1, assets=assets,
                     metric=metric, data={}, limits=Limits())
     return TinyTask(task, PreparedData(public_dir, hidden_dir), root)
@@ -136,9 +136,11 @@ def timed_task(root: Path, *, repeats: int = 3) -> TinyTask:
 
 
 def measured_folder(root: Path, *, submission, starter, overhead, complete: bool = True,
-                    failed: tuple[str, int, int | None] | None = None, stopped: str | None = None) -> Path:
+                    failed: tuple[str, int, int | None] | None = None, stopped: str | None = None,
+                    slow: bool = False) -> Path:
     """A measured/ folder as the measure step writes it; ``failed``: (subject, index, returncode)
-    of the execution that stopped the measurement (None: it timed out)."""
+    of the execution that stopped the measurement (None: it timed out); ``slow``: stopped at the
+    slow bound."""
     measured = root / "measured"
     times = {"submission": submission, "starter": starter, "overhead": overhead}
     for name, values in times.items():
@@ -153,7 +155,8 @@ def measured_folder(root: Path, *, submission, starter, overhead, complete: bool
                 "timed_out": timed_out, "timeout": 60, "cpu_time": value, "output_tail": "Traceback: boom",
                 "truncated": False, "truncated_reason": None, "skipped": []}))
     (measured / "timing.json").write_text(json.dumps({"unit": "cpu_seconds", "repeats": 3, **times, "order": [],
-                                                      "complete": complete, "stopped": stopped}))
+                                                      "complete": complete, "stopped": stopped,
+                                                      "slow": slow}))
     return measured
 
 

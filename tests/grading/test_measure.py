@@ -7,14 +7,16 @@ from __future__ import annotations
 import json
 import os
 import textwrap
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from pytest_mlab.grading.measure import MEASURE_DIR, copy_regular_tree
 from pytest_mlab.grading.measured import executions
-from pytest_mlab.grading.timing import relative_time
-from tests.grading.support import tiny_task
+from pytest_mlab.grading.timing import SLOW_BOUND, relative_time
+from tests.grading.support import timed_task, tiny_task
 
 HEADER = "import json, os, sys\nimport mlab_measure\ninputs, out = mlab_measure.folders()\n"
 
@@ -88,13 +90,13 @@ def test_subjects_get_their_own_files_and_the_overhead_execution_nothing(kind, t
     assert overhead == {"files": sorted(measure_files), "phase": "overhead"}
 
 
-def test_timed_executions_are_interleaved_in_rotating_order(tmp_path):
+def test_timed_executions_are_interleaved_in_rotating_order_starter_first(tmp_path):
     task = tiny_task(tmp_path, script(""), starter={"work.py": ""}, repeats=4)
     measured = task.measure("local", {"work.py": ""})
     timing = json.loads((measured / "timing.json").read_text())
-    assert timing["order"] == [["submission", "starter", "overhead"], ["starter", "overhead", "submission"],
-                               ["overhead", "submission", "starter"], ["submission", "starter", "overhead"]]
-    assert timing["unit"] == "cpu_seconds" and timing["repeats"] == 4 and timing["complete"]
+    assert timing["order"] == [["starter", "submission", "overhead"], ["submission", "overhead", "starter"],
+                               ["overhead", "starter", "submission"], ["starter", "submission", "overhead"]]
+    assert timing["unit"] == "cpu_seconds" and timing["repeats"] == 4 and timing["complete"] and not timing["slow"]
     for name in ("submission", "starter", "overhead"):
         assert len(timing[name]) == 4 and all(value > 0 for value in timing[name])
         assert [run.index for run in executions(measured, name)] == [0, 1, 2, 3]
@@ -107,27 +109,87 @@ def scripted_cpu_times(monkeypatch, **times: list[float]) -> None:
 
     left = {name: iter(values) for name, values in times.items()}
 
-    def run(self, subject, index, *, phase="run"):
+    def run(self, subject, index, *, phase="run", timeout=None):
         return ExecResult(returncode=0, stdout="", stderr="", timed_out=False, duration=1.0,
                           cpu_time=next(left[subject.name]))
 
     monkeypatch.setattr(measure_module._Runner, "run", run)
 
 
-@pytest.mark.parametrize("max_repeats, submission, rounds, settled", [
-    (8, [2.6, 2.9, 3.1, 2.0, 2.05, 9.0, 9.0, 9.0], 5, True),  # adds rounds until its fastest repeats
-    (8, [2.0, 2.02, 2.9, 9.0, 9.0, 9.0, 9.0, 9.0], 3, True),  # settled rounds stop at repeats
-    (4, [2.6, 2.9, 3.1, 2.0, 2.05, 9.0, 9.0, 9.0], 4, False),  # and never pass max_repeats
-    (None, [2.6, 2.9, 3.1, 2.0, 2.05, 9.0, 9.0, 9.0], 3, False),  # without max_repeats: repeats, always
+@pytest.mark.parametrize("submission", [
+    [2.6, 2.9, 3.1, 2.0, 2.05],  # noisy: once more rounds would have been added until it settled
+    [2.0, 2.02, 2.9, 9.0, 9.0],
 ])
-def test_rounds_are_added_until_each_fastest_time_is_seen_twice(tmp_path, monkeypatch, max_repeats, submission,
-                                                                 rounds, settled):
-    scripted_cpu_times(monkeypatch, submission=submission, starter=[2.0] * 8, overhead=[0.1] * 8)
-    task = tiny_task(tmp_path, script(""), starter={"work.py": ""}, repeats=3, max_repeats=max_repeats)
+def test_a_timed_measurement_runs_its_fixed_rounds_whatever_the_times(tmp_path, monkeypatch, submission):
+    scripted_cpu_times(monkeypatch, submission=submission, starter=[2.0] * 5, overhead=[0.1] * 5)
+    task = tiny_task(tmp_path, script(""), starter={"work.py": ""}, repeats=3)
     timing = json.loads((task.measure("local", {"work.py": ""}) / "timing.json").read_text())
-    assert (timing["repeats"], timing["settled"], timing["complete"]) == (rounds, settled, True)
-    assert (timing["min_repeats"], timing["max_repeats"]) == (3, max_repeats or 3)
-    assert timing["submission"] == submission[:rounds] and len(timing["order"]) == rounds
+    assert (timing["repeats"], timing["complete"], timing["slow"]) == (3, True, False)
+    assert timing["submission"] == submission[:3] and len(timing["order"]) == 3
+    assert "settled" not in timing and "max_repeats" not in timing
+
+
+def test_a_submission_beyond_the_slow_bound_in_cpu_time_is_timed_once_and_scored_at_the_bound(tmp_path, monkeypatch):
+    scripted_cpu_times(monkeypatch, submission=[SLOW_BOUND * 2.0 + 0.1] + [1.0] * 4, starter=[2.0] * 5,
+                       overhead=[0.1] * 5)
+    task = tiny_task(tmp_path, script(""), starter={"work.py": ""}, repeats=3)
+    measured = task.measure("local", {"work.py": ""})
+    timing = json.loads((measured / "timing.json").read_text())
+    assert (timing["slow"], timing["complete"], timing["order"]) == (True, True, [["starter", "submission"]])
+    assert relative_time(measured, "work.py") == SLOW_BOUND
+
+
+@pytest.mark.parametrize("submission, relative", [(SLOW_BOUND * 2.0 - 0.1, SLOW_BOUND), (6.0, 5.9 / 1.9)])
+def test_a_submission_inside_the_slow_bound_is_measured_in_full_and_capped_at_it(tmp_path, monkeypatch, submission,
+                                                                                  relative):
+    """Whole executions, start-up included, are compared: a work ratio of 4.1 runs every round, and
+    its score is capped at the bound, never worse than a submission stopped there."""
+    scripted_cpu_times(monkeypatch, submission=[submission] * 3, starter=[2.0] * 3, overhead=[0.1] * 3)
+    task = tiny_task(tmp_path, script(""), starter={"work.py": ""}, repeats=3)
+    measured = task.measure("local", {"work.py": ""})
+    timing = json.loads((measured / "timing.json").read_text())
+    assert not timing["slow"] and len(timing["submission"]) == 3
+    assert relative_time(measured, "work.py") == pytest.approx(relative)
+
+
+def test_a_submission_that_outlasts_the_slow_bound_is_stopped_once_and_graded_slow(tmp_path, monkeypatch):
+    """Stopped at SLOW_BOUND times the starter's wall-clock time (plus a grace), not the task's own
+    time-out, and never run again: a slow submission does not hold the grading for every round."""
+    from pytest_mlab.grading import measure as measure_module
+
+    monkeypatch.setattr(measure_module, "SLOW_GRACE_S", 1.0)
+    timed = timed_task(tmp_path, repeats=3)
+    grade = timed.grade("local", {"work.py": "import time\ndef compute(n):\n    time.sleep(600)\n"})
+    assert grade.valid and grade.score == SLOW_BOUND
+    assert grade.timing["slow"] and grade.timing["order"] == [["starter", "submission"]]
+
+
+def test_a_submission_cannot_make_the_starter_look_slow(kind, tmp_path):
+    """The bound and the paired ratios read the starter's executions; the submission's code never
+    runs in them, and nothing it starts outlives its own sandbox to load the starter's: a process
+    left behind to burn the CPU (or to write a file the starter's sandbox could see) is gone."""
+    marker = tmp_path / "still-running"
+    task = tiny_task(tmp_path / "task", script(f'''
+        if os.path.exists("attack"):
+            if os.fork() == 0:
+                os.setsid()
+                if os.fork() == 0:
+                    import time
+                    time.sleep(1.0)
+                    try:
+                        open({str(marker)!r}, "w").write("alive")
+                    except OSError:
+                        pass
+                    while True:
+                        pass
+                os._exit(0)
+        json.dump({{"seen": os.path.exists({str(marker)!r})}}, open(os.path.join(out, "seen.json"), "w"))
+    '''), starter={"work.py": ""}, repeats=2)
+    measured = task.measure(kind, {"attack": "", "work.py": ""})
+    time.sleep(1.5)  # past the moment a survivor would write
+    assert not marker.exists()
+    for index in range(2):
+        assert saved(measured, "seen.json", "starter", index) == {"seen": False}
 
 
 def test_the_grade_carries_a_timed_measurement_and_nothing_otherwise(tmp_path):
@@ -187,9 +249,9 @@ def test_timing_stops_at_the_first_failed_execution(tmp_path):
     '''), starter={"work.py": ""}, repeats=3)
     measured = task.measure("local", {"broken": ""})
     timing = json.loads((measured / "timing.json").read_text())
-    assert not timing["complete"] and timing["submission"] and not timing["starter"]
+    assert not timing["complete"] and len(timing["submission"]) == 1 and len(timing["starter"]) == 1
     assert [run.returncode for run in executions(measured)] == [5]
-    assert not (measured / "starter").exists()
+    assert not (measured / "overhead").exists()
 
 
 def test_links_of_the_snapshot_and_a_prefilled_measure_folder_never_reach_the_sandbox(kind, tmp_path):
@@ -284,3 +346,34 @@ def test_a_symlinked_submission_is_invalid_and_nothing_behind_it_is_quoted(tmp_p
     assert "very-secret-value" not in grade.invalid_reason and str(secret) not in grade.invalid_reason
     elsewhere = task.grade("local", {submission: "mine"}, links={"other": str(secret)})
     assert elsewhere.valid and elsewhere.score == 1.0  # a link elsewhere is left out, not an error
+
+
+def test_a_script_runs_and_ends_while_a_timed_measurement_is_in_progress(tmp_path):
+    """No lock between them: an Execute Script step of another run starts and finishes while the
+    first execution of a timed measurement is still running (it waits for the file the step
+    writes, at most a minute); a measurement never makes another item's step wait."""
+    from tests.env.support import make_environment
+
+    started, release = tmp_path / "started", tmp_path / "release"
+    task = tiny_task(tmp_path / "task", script(f'''
+        import time
+        open({str(started)!r}, "w").close()
+        deadline = time.monotonic() + 60
+        while not os.path.exists({str(release)!r}) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        json.dump({{"released": os.path.exists({str(release)!r})}}, open(os.path.join(out, "seen.json"), "w"))
+    '''), starter={"work.py": ""}, repeats=1)
+    (tmp_path / "run").mkdir()
+    env = make_environment(tmp_path / "run", files={"step.py": f"open({str(release)!r}, 'w').close()\nprint('done')"})
+    with ThreadPoolExecutor(1) as pool:
+        measuring = pool.submit(task.measure, "local", {"work.py": ""})
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert started.exists(), "the measurement did not start"
+        observation = env.step("Execute Script", {"script_name": "step.py"})
+        still_measuring = not measuring.done()  # behind a lock, the step would have waited for the end
+        measured = measuring.result()
+    assert observation.endswith("done\n") and still_measuring
+    first = json.loads((measured / "timing.json").read_text())["order"][0][0]
+    assert saved(measured, "seen.json", first) == {"released": True}

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pytest_mlab.sandbox import open_sandbox, quiet
+from pytest_mlab.sandbox import open_sandbox
 from pytest_mlab.sandbox.registry import sandbox_unavailable
 from pytest_mlab.sandbox.threads import THREAD_VARIABLES, WORKERS_VARIABLE, cpu_share, usable_cores
 
@@ -21,11 +21,6 @@ def host_kind(request) -> str:
     if reason is not None:
         pytest.skip(f"the {request.param} sandbox cannot run here: {reason}")
     return request.param
-
-
-@pytest.fixture(autouse=True)
-def private_locks(tmp_path, monkeypatch) -> None:
-    monkeypatch.setenv(quiet.FOLDER_VARIABLE, str(tmp_path / "locks"))
 
 
 def seen(kind: str, env: dict[str, str] | None = None) -> dict[str, str | None]:
@@ -50,12 +45,6 @@ def test_under_xdist_every_variable_is_the_items_share(host_kind, monkeypatch):
 def test_a_single_item_keeps_the_libraries_defaults(host_kind, monkeypatch):
     monkeypatch.delenv(WORKERS_VARIABLE, raising=False)
     assert set(seen(host_kind).values()) == {None}
-
-
-def test_a_timed_measurement_keeps_the_defaults(host_kind, monkeypatch):
-    monkeypatch.setenv(WORKERS_VARIABLE, "2")
-    with quiet.timed_measurement():
-        assert set(seen(host_kind).values()) == {None}
 
 
 def test_an_explicit_value_wins(host_kind, monkeypatch):

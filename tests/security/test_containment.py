@@ -102,63 +102,6 @@ def test_default_limits_stop_a_6_gib_hog(kind, environment):
         assert "MemoryError" in observation
 
 
-# --- the machine lock of timed measurements -------------------------------------------------------
-
-GRAB_LOCK = """import fcntl, os, sys, time
-try:
-    handle = open({path!r}, 'ab')
-except OSError as exc:
-    print('cannot open the lock:', type(exc).__name__, flush=True)
-    sys.exit(0)
-if os.fork() == 0:  # the child keeps the lock after the script's own process has ended
-    os.setsid()
-    fcntl.flock(handle, fcntl.LOCK_EX)
-    time.sleep(300)
-    os._exit(0)
-time.sleep(1)
-print('holding the lock', flush=True)
-"""
-
-
-def free_within(path: Path, seconds: float) -> bool:
-    """Whether an exclusive flock on ``path`` can be had within ``seconds`` (killed holders take a moment)."""
-    import fcntl
-
-    deadline = time.monotonic() + seconds
-    with open(path, "ab") as handle:
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                fcntl.flock(handle, fcntl.LOCK_UN)
-                return True
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    return False
-                time.sleep(0.05)
-
-
-def test_an_agent_cannot_keep_timed_measurements_waiting_after_its_script(kind, environment, tmp_path, monkeypatch):
-    """The turnstile of the timed measurements' lock (sandbox/quiet.py): held by an agent, it would
-    stall every other item's scripts and timed grading. bwrap and docker do not show the lock folder
-    at all; under local, a script can take it, but only while something it started lives, and
-    nothing it started outlives the command (where a cgroup is writable: else best effort)."""
-    from pytest_mlab.sandbox import quiet
-
-    monkeypatch.setenv(quiet.FOLDER_VARIABLE, str(tmp_path / "locks"))
-    turnstile = quiet.lock_folder() / "turnstile.lock"
-    env = environment(kind)
-    observation = execute(env, "grab.py", GRAB_LOCK.format(path=str(turnstile)))
-    if kind == "local":
-        assert "holding the lock" in observation
-        if not enforced_by_cgroup(env, kind, "pids"):
-            pytest.skip("without a cgroup the local backend's process-tree kill is best effort (documented)")
-    else:
-        assert "cannot open the lock: FileNotFoundError" in observation
-    assert free_within(turnstile, 5.0)
-    with quiet.timed_measurement():  # would wait for the agent's child if it had survived
-        pass
-
-
 # --- processes -----------------------------------------------------------------------------------
 
 STORM = """import errno, os, sys, time

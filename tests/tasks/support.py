@@ -100,12 +100,12 @@ def grade(task: str, workspace: pathlib.Path, hidden: pathlib.Path, *, sandbox: 
     that kind, and the grader runs in its own process on plain data; the agent's code never runs
     in this process. Other graders are called directly. The public data is the folder
     ``public`` beside ``hidden`` (as :func:`prepare` makes them), if there is one. ``rounds``
-    replaces a timed task's rounds (3 to 8 or 9), for a test of what the grader says about the
+    replaces a timed task's rounds (``timing.repeats``), for a test of what the grader says about the
     output rather than the time: one round runs every execution once.
     """
     spec = task_spec(task)
     if rounds is not None:
-        measure = dataclasses.replace(spec.metric.measure, timing_repeats=rounds, timing_max_repeats=rounds)
+        measure = dataclasses.replace(spec.metric.measure, timing_repeats=rounds)
         spec = dataclasses.replace(spec, metric=dataclasses.replace(spec.metric, measure=measure))
     if spec.metric.measure is None:
         return load_function(task, load_spec(task)["metric"]["grader"])(workspace, hidden)

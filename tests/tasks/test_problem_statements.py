@@ -44,17 +44,18 @@ def test_the_statement_forbids_reading_csv_files_where_the_original_does(task):
     assert says == (task.name in NO_CSV_READING)
 
 
-NUMBERS = {3: "three", 5: "five", 8: "eight", 9: "nine"}
+NUMBERS = {2: "two", 3: "three", 4: "four", 5: "five"}
 
 
 @pytest.mark.parametrize("task", [task for task in paper_tasks() if task.metric.measure and
                                   task.metric.measure.timing_repeats], ids=lambda task: task.name)
-def test_a_timed_tasks_evaluation_details_give_its_rounds(task):
-    """The rounds of the timing are part of the rule the agent is told (evaluation_details.txt)."""
-    from pytest_mlab.grading.timing import AGREEMENT
+def test_a_timed_tasks_evaluation_details_give_its_rounds_and_slow_bound(task):
+    """The rounds of the timing and the slow bound are part of the rule the agent is told
+    (evaluation_details.txt)."""
+    from pytest_mlab.grading.timing import SLOW_BOUND, SLOW_GRACE_S
 
     details = " ".join((task.assets / "env" / "evaluation_details.txt").read_text().split())
-    measure = task.metric.measure
-    assert f"{NUMBERS[measure.timing_repeats]} times each" in details
-    assert f"up to {NUMBERS[measure.timing_max_repeats]} times" in details
-    assert f"more than {AGREEMENT:.0%} of the original's work" in details
+    rounds = NUMBERS[task.metric.measure.timing_repeats]
+    assert f"{rounds} times each" in details and f"(always {rounds} rounds)" in details
+    assert f"more than {NUMBERS[int(SLOW_BOUND)]} times the original's" in details
+    assert f"plus {SLOW_GRACE_S:.0f} s" in details and f"scores {SLOW_BOUND:.1f}" in details

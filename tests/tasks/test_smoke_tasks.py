@@ -306,20 +306,25 @@ def test_vectorization_line_references_match_the_starter():
 
 
 def test_vectorization_workload_is_the_originals(tmp_path):
-    """Both variants hold the original's case (MLAgentBench's vectorization train.py: a (32, 64, 64, 3)
-    batch, Conv2DLayer(3, 8, 3, 2, 2, 'relu')), and the starter's main() times the same one."""
+    """``full`` holds the original's case (MLAgentBench's vectorization train.py: a (32, 64, 64, 3)
+    batch, Conv2DLayer(3, 8, 3, 2, 2, 'relu')), as the starter's main() times it; ``mini`` the first
+    MINI_BATCH images of the same batch with the same layer (docs/fidelity.md)."""
     spec = load_spec("vectorization")
-    cases = []
+    cases = {}
     for variant in ("mini", "full"):
         public, hidden = tmp_path / variant / "public", tmp_path / variant / "hidden"
         load_function("vectorization", spec["data"][variant]["prepare"])(public, hidden, SEED)
         with np.load(hidden / "conv_case.npz") as case:
-            cases.append({name: case[name] for name in case.files})
-    assert all(np.array_equal(cases[0][name], cases[1][name]) for name in cases[0])
-    config = json.loads(str(cases[0]["config"]))
-    assert config == {"batch_shape": [32, 64, 64, 3], "num_filters": 8, "kernel_size": 3, "stride": 2,
-                      "padding": 2, "activation": "relu"}
-    assert cases[0]["features"].shape == (32, 64, 64, 3) and cases[0]["expected"].shape == (32, 33, 33, 8)
+            cases[variant] = {name: case[name] for name in case.files}
+    mini_batch = load_function("vectorization", "prepare.py:MINI_BATCH")
+    layer = {"num_filters": 8, "kernel_size": 3, "stride": 2, "padding": 2, "activation": "relu"}
+    assert json.loads(str(cases["full"]["config"])) == {"batch_shape": [32, 64, 64, 3], **layer}
+    assert json.loads(str(cases["mini"]["config"])) == {"batch_shape": [mini_batch, 64, 64, 3], **layer}
+    assert cases["full"]["features"].shape == (32, 64, 64, 3) and cases["full"]["expected"].shape == (32, 33, 33, 8)
+    for name in ("features", "expected"):
+        assert np.array_equal(cases["mini"][name], cases["full"][name][:mini_batch])
+    for name in ("kernel", "bias"):
+        assert np.array_equal(cases["mini"][name], cases["full"][name])
     source = (ASSETS / "vectorization" / "env" / "train.py").read_text()
     assert "BATCH_SHAPE = (32, 64, 64, 3)" in source
     assert all(f"{name} = {value}" in source for name, value in
