@@ -25,6 +25,7 @@ from pytest_mlab.sandbox import (
     open_sandbox,
 )
 from pytest_mlab.sandbox.capture import omission_marker
+from pytest_mlab.sandbox.threads import THREAD_VARIABLES
 from tests.sandbox.processes import LINUX, alive
 
 needs_proc = pytest.mark.skipif(not LINUX, reason="process tracking through /proc is Linux-only")
@@ -415,6 +416,7 @@ def test_exec_environment_is_an_allow_list(monkeypatch: pytest.MonkeyPatch, tmp_
     allowed = {"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "HOME", "TMPDIR"}
     allowed |= {"PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "MPLBACKEND", "CUDA_VISIBLE_DEVICES"}
     allowed |= {"SHARED", "EXTRA", "LC_CTYPE", "PWD"}  # PWD/LC_CTYPE may be added by the OS or Python
+    allowed |= set(THREAD_VARIABLES)  # the item's share of the cores, under xdist (sandbox/threads.py)
     assert set(env) <= allowed, set(env) - allowed
 
 
