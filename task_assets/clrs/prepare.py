@@ -16,26 +16,44 @@ hidden/floyd_warshall_test_inputs.npz  what the measure step (in the run's sandb
     Pi_h agrees with the answer on about 98% of the pointers). The model reads
     the first hint step (a function of the inputs) and the trajectory's length, never the truth.
 public/CLRS30/train_flags.txt          flags train.py reads before its own defaults: none on full;
-    on mini, fewer training steps (see MINI_FLAGS).
+    on mini, the smaller sizes of MINI_FLAGS.
+public/CLRS30/xla_cache/               mini only: JAX's persistent compilation cache of the unchanged
+    starter on those sizes (see warm_up), which mini's flags point train.py at. Made here, outside
+    any sandbox; the measure step never reads a compilation cache.
 
-``mini`` keeps every shape of ``full`` (64-node test graphs, the same training sizes and batch)
-and scales down only counts: 4 test graphs drawn from the run's seed, and fewer training steps.
+``mini`` is sized for two CPU cores (see docs/fidelity.md, clrs): the same starter, model, sampler,
+measure step and grader, on smaller graphs and fewer steps. On a CPU, compiling the model's
+training step takes longer than training on the small graphs: one compilation per training size,
+each about 25 s of CPU. mini therefore trains on two sizes instead of five, and its data holds
+the compiled steps of the unchanged starter, so that the baseline and the reference (the same
+model) load them instead of compiling them again.
 """
 
 from __future__ import annotations
 
+import os
 import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
 
 import numpy as np
 
-from pytest_mlab.task_api import save_npz
+from pytest_mlab.task_api import DataError, save_npz
 
 ALGORITHM = "floyd_warshall"
 FOLDER = "CLRS30"
 FLAGS_FILE = "train_flags.txt"
-MINI_TEST_GRAPHS = 4
-# Counts scaled down for a CPU: the real 500 steps take about 20 min on 2 cores (2.5 s a step).
-MINI_FLAGS = ("--train_steps=12", "--eval_every=6", "--log_every=6")
+MINI_TEST_GRAPHS = 8
+# Twice the largest training size, where full tests at four times it: at 64 nodes, a dozen steps on
+# a CPU leave the score at chance (about 1/64), where float round-off decides it.
+MINI_TEST_LENGTH = 16
+MINI_TRAIN_LENGTHS = (4, 8)
+MINI_FLAGS = (f"--train_lengths={','.join(map(str, MINI_TRAIN_LENGTHS))}", "--batch_size=8", "--train_steps=20",
+              "--eval_every=10", "--log_every=10")
+CACHE = "xla_cache"
+STARTER = pathlib.Path(__file__).parent / "env"
 
 
 def test_split(seed: int, count: int, length: int) -> dict[str, np.ndarray]:
@@ -73,10 +91,35 @@ def _write(public: pathlib.Path, hidden: pathlib.Path, split: dict[str, np.ndarr
 
 
 def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
-    from clrs._src import samplers
+    mini_data(public, hidden, seed)
+    warm_up(pathlib.Path(public) / FOLDER)
 
-    length = samplers.CLRS30["test"]["length"]
-    _write(public, hidden, test_split(1000 + seed, MINI_TEST_GRAPHS, length), MINI_FLAGS)
+
+def mini_data(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
+    """mini's test graphs from the run's seed and its flags, without the compilation cache."""
+    flags = MINI_FLAGS + (f"--compilation_cache={FOLDER}/{CACHE}",)
+    _write(public, hidden, test_split(1000 + seed, MINI_TEST_GRAPHS, MINI_TEST_LENGTH), flags)
+
+
+def warm_up(folder: pathlib.Path) -> None:
+    """Fill ``folder``/xla_cache by running the unchanged starter with ``folder``'s flags, long enough
+    to compile what a full run compiles: a training step of each size on the parameters init made
+    and, another signature to XLA, on those a step returned; validation after the first step,
+    after later ones and after restoring the checkpoint. Two rounds of the sizes and one more step,
+    validated at the first and the last, do all of that. Every compilation is kept, however short:
+    JAX keeps only those over a second by default, which depends on the machine's load."""
+    rounds = 2 * len(MINI_TRAIN_LENGTHS)
+    environment = {**os.environ, "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
+    with tempfile.TemporaryDirectory() as scratch:
+        workspace = pathlib.Path(scratch) / "env"
+        shutil.copytree(STARTER, workspace)
+        shutil.copytree(folder, workspace / FOLDER)
+        command = [sys.executable, "train.py", f"--train_steps={rounds + 1}", f"--eval_every={rounds}",
+                   f"--compilation_cache={pathlib.Path(folder).resolve() / CACHE}"]
+        done = subprocess.run(command, cwd=workspace, env=environment, capture_output=True, text=True)
+        if done.returncode:
+            raise DataError(f"{STARTER / 'train.py'}: compiling the starter for the mini data failed "
+                            f"(exit {done.returncode}); its last lines:\n{done.stderr[-2000:]}")
 
 
 def full(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:

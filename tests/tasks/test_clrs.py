@@ -36,16 +36,18 @@ def load(path) -> dict:
         return {name: archive[name] for name in archive.files}
 
 
-def test_mini_keeps_the_test_graphs_shape_and_hides_the_split(data):
+def test_mini_is_small_and_ships_the_compiled_starter(data):
     public, hidden = data
-    assert sorted(p.name for p in (public / "CLRS30").iterdir()) == ["train_flags.txt"]
+    assert sorted(p.name for p in (public / "CLRS30").iterdir()) == ["train_flags.txt", "xla_cache"]
     flags = (public / "CLRS30" / "train_flags.txt").read_text().splitlines()
-    assert "--train_steps=12" in flags, "mini scales down the number of training steps"
+    for flag in ("--train_lengths=4,8", "--batch_size=8", "--train_steps=20", "--compilation_cache=CLRS30/xla_cache"):
+        assert flag in flags
+    assert len(list((public / "CLRS30" / "xla_cache").iterdir())) >= 3, "one training step per size, and validation"
     assert sorted(p.name for p in hidden.iterdir()) == ["floyd_warshall_test.npz", "floyd_warshall_test_inputs.npz"]
     test = load(hidden / "floyd_warshall_test.npz")
     assert {name: array.ndim for name, array in test.items()} == FEATURES
     steps, batch, n = test["hint_D"].shape[:3]
-    assert (batch, n) == (4, 64), "mini keeps CLRS-30's 64-node test graphs, fewer of them"
+    assert (batch, n) == (8, 16), "mini tests on 16-node graphs, twice its largest training size"
     assert steps == n and (test["lengths"] == n).all()
 
 
@@ -79,9 +81,16 @@ def test_output_pointers_are_shortest_path_predecessors(data):
 
 
 def test_mini_is_deterministic_and_seeded(tmp_path):
-    first = [tree_digest(p) for p in prepare(TASK, tmp_path / "a")]
-    assert first == [tree_digest(p) for p in prepare(TASK, tmp_path / "b")]
-    assert first != [tree_digest(p) for p in prepare(TASK, tmp_path / "c", seed=1)]
+    """The graphs and flags (the compilation cache holds compile times: its bytes vary)."""
+    recipe = load_function(TASK, "prepare.py:mini_data")
+
+    def made(name: str, seed: int = 0) -> dict[str, str]:
+        recipe(tmp_path / name / "public", tmp_path / name / "hidden", seed)
+        return tree_digest(tmp_path / name)
+
+    first = made("a")
+    assert first == made("b")
+    assert first != made("c", seed=1)
 
 
 def test_full_draws_clrs30s_test_split_offline(tmp_path):
@@ -190,6 +199,22 @@ def test_the_test_graphs_are_predicted_a_few_at_a_time(data, tmp_path):
     assert grade(workspace, bigger) == 1.0
 
 
+def test_the_measure_step_reads_no_compilation_cache(data, tmp_path, monkeypatch):
+    """The attack: an agent plants an executable in a compilation cache (the one mini's training
+    uses, or any folder it names) under the key of the grader's computation. The measure step turns
+    JAX's persistent cache off before any agent code is imported, even with the variable set."""
+    public, hidden = data
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(public / "CLRS30" / "xla_cache"))
+    submission(tmp_path, """
+        import jax
+        assert not jax.config.jax_enable_compilation_cache, "the compilation cache is on"
+        assert jax.config.jax_compilation_cache_dir is None, jax.config.jax_compilation_cache_dir
+        n = features.inputs[0].data.shape[1]
+        return np.zeros((len(features.lengths), n, n))
+    """)
+    assert grade(tmp_path, hidden) == pytest.approx(float(np.mean(load(hidden / "floyd_warshall_test.npz")["output_Pi"] == 0)))
+
+
 def test_a_model_that_reads_the_hints_finds_no_answer(data, tmp_path):
     """The attack: the last Pi_h hint step is nearly the answer in CLRS's own data; the grader's copy
     of the features carries only the first step, so copying the last step scores as little as zeros."""
@@ -225,8 +250,8 @@ def test_the_grader_rebuilds_the_processor_from_the_saved_tuple(data, tmp_path):
     ("init raises", "cannot be built .* KeyError"),
     ("predict raises", "predict of baselines.py failed .* ValueError"),
     ("wrong shape", "returned Pi of shape"),
-    ("out of range", "node indices 0..63"),
-    ("fractional", "node indices 0..63"),
+    ("out of range", "node indices 0..15"),
+    ("fractional", "node indices 0..15"),
 ])
 def test_grader_rejects_broken_submissions(data, tmp_path, breakage, message):
     _, hidden = data
