@@ -35,6 +35,8 @@ import numpy as np  # noqa: E402
 
 with np.load(os.path.join(inputs, "floyd_warshall_test_inputs.npz"), allow_pickle=False) as data:
     arrays = {name: data[name] for name in data.files}
+if "xla_flags" in arrays:  # mini pins XLA's instruction set, as its training does (prepare.py)
+    os.environ["XLA_FLAGS"] = str(arrays.pop("xla_flags"))
 
 for name in FILES:
     if not os.path.isfile(os.path.join(CHECKPOINTS, name)):

@@ -51,7 +51,10 @@ MINI_TEST_GRAPHS = 8
 MINI_TEST_LENGTH = 16
 MINI_TRAIN_LENGTHS = (4, 8)
 MINI_FLAGS = (f"--train_lengths={','.join(map(str, MINI_TRAIN_LENGTHS))}", "--batch_size=8", "--train_steps=20",
-              "--eval_every=10", "--log_every=10")
+              "--eval_every=10", "--log_every=10", f"--xla_flags={MINI_XLA_FLAGS}")
+# XLA compiles for the host's instruction set, and its float results differ with it: the same run
+# gave other bits with AVX-512 than capped at AVX2. Capped, hosts with and without AVX-512 agree.
+MINI_XLA_FLAGS = "--xla_cpu_max_isa=AVX2"
 CACHE = "xla_cache"
 STARTER = pathlib.Path(__file__).parent / "env"
 
@@ -80,14 +83,18 @@ def measure_inputs(split: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return shown
 
 
-def _write(public: pathlib.Path, hidden: pathlib.Path, split: dict[str, np.ndarray], flags: tuple[str, ...]) -> None:
+def _write(public: pathlib.Path, hidden: pathlib.Path, split: dict[str, np.ndarray], flags: tuple[str, ...],
+           xla_flags: str = "") -> None:
     folder = pathlib.Path(public) / FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     lines = ["# Flags train.py reads before its defaults (one --flag=value per line); the command line wins."]
     (folder / FLAGS_FILE).write_text("\n".join(lines + list(flags)) + "\n")
     pathlib.Path(hidden).mkdir(parents=True, exist_ok=True)
     save_npz(pathlib.Path(hidden) / f"{ALGORITHM}_test.npz", **split)
-    save_npz(pathlib.Path(hidden) / f"{ALGORITHM}_test_inputs.npz", **measure_inputs(split))
+    shown = measure_inputs(split)
+    if xla_flags:  # the measure step predicts under the same XLA_FLAGS as training
+        shown["xla_flags"] = np.array(xla_flags)
+    save_npz(pathlib.Path(hidden) / f"{ALGORITHM}_test_inputs.npz", **shown)
 
 
 def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
@@ -98,7 +105,7 @@ def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
 def mini_data(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
     """mini's test graphs from the run's seed and its flags, without the compilation cache."""
     flags = MINI_FLAGS + (f"--compilation_cache={FOLDER}/{CACHE}",)
-    _write(public, hidden, test_split(1000 + seed, MINI_TEST_GRAPHS, MINI_TEST_LENGTH), flags)
+    _write(public, hidden, test_split(1000 + seed, MINI_TEST_GRAPHS, MINI_TEST_LENGTH), flags, MINI_XLA_FLAGS)
 
 
 def warm_up(folder: pathlib.Path) -> None:

@@ -40,8 +40,11 @@ def test_mini_is_small_and_ships_the_compiled_starter(data):
     public, hidden = data
     assert sorted(p.name for p in (public / "CLRS30").iterdir()) == ["train_flags.txt", "xla_cache"]
     flags = (public / "CLRS30" / "train_flags.txt").read_text().splitlines()
-    for flag in ("--train_lengths=4,8", "--batch_size=8", "--train_steps=20", "--compilation_cache=CLRS30/xla_cache"):
+    for flag in ("--train_lengths=4,8", "--batch_size=8", "--train_steps=20", "--compilation_cache=CLRS30/xla_cache",
+                 "--xla_flags=--xla_cpu_max_isa=AVX2"):
         assert flag in flags
+    shown = load(hidden / "floyd_warshall_test_inputs.npz")
+    assert str(shown["xla_flags"]) == "--xla_cpu_max_isa=AVX2", "the measure step predicts as training ran"
     assert len(list((public / "CLRS30" / "xla_cache").iterdir())) >= 3, "one training step per size, and validation"
     assert sorted(p.name for p in hidden.iterdir()) == ["floyd_warshall_test.npz", "floyd_warshall_test_inputs.npz"]
     test = load(hidden / "floyd_warshall_test.npz")
@@ -186,7 +189,7 @@ def test_the_test_graphs_are_predicted_a_few_at_a_time(data, tmp_path):
     for name in ("floyd_warshall_test_inputs.npz", "floyd_warshall_test.npz"):
         arrays = load(hidden / name)
         np.savez(bigger / name, **{key: np.concatenate([value] * 3, axis=1 if key.startswith("hint_") else 0)
-                                   for key, value in arrays.items()})
+                                   if value.ndim else value for key, value in arrays.items()})
     workspace = tmp_path / "ws"
     workspace.mkdir()
     oracle(workspace, bigger)

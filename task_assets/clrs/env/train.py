@@ -65,6 +65,7 @@ flags.DEFINE_enum("processor_type", "triplet_gmpnn",
 flags.DEFINE_string("checkpoint_path", "./checkpoints", "Where checkpoints are saved.")
 flags.DEFINE_boolean("freeze_processor", False, "Keep the processor's weights fixed.")
 flags.DEFINE_string("compilation_cache", "", "Folder of JAX's persistent compilation cache (empty: none).")
+flags.DEFINE_string("xla_flags", "", "XLA_FLAGS for this run, e.g. the instruction set XLA compiles for.")
 
 FLAGS = flags.FLAGS
 
@@ -122,6 +123,8 @@ def evaluate(sampler, predict, sample_count, rng_key):
 
 
 def main(unused_argv):
+    if FLAGS.xla_flags:  # read when JAX first computes, below
+        os.environ["XLA_FLAGS"] = FLAGS.xla_flags
     if FLAGS.compilation_cache:
         jax.config.update("jax_compilation_cache_dir", FLAGS.compilation_cache)
     encode_hints = FLAGS.hint_mode == "encoded_decoded"
