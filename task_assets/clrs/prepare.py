@@ -50,11 +50,11 @@ MINI_TEST_GRAPHS = 8
 # a CPU leave the score at chance (about 1/64), where float round-off decides it.
 MINI_TEST_LENGTH = 16
 MINI_TRAIN_LENGTHS = (4, 8)
-MINI_FLAGS = (f"--train_lengths={','.join(map(str, MINI_TRAIN_LENGTHS))}", "--batch_size=8", "--train_steps=20",
-              "--eval_every=10", "--log_every=10", f"--xla_flags={MINI_XLA_FLAGS}")
 # XLA compiles for the host's instruction set, and its float results differ with it: the same run
 # gave other bits with AVX-512 than capped at AVX2. Capped, hosts with and without AVX-512 agree.
 MINI_XLA_FLAGS = "--xla_cpu_max_isa=AVX2"
+MINI_FLAGS = (f"--train_lengths={','.join(map(str, MINI_TRAIN_LENGTHS))}", "--batch_size=8", "--train_steps=20",
+              "--eval_every=10", "--log_every=10", f"--xla_flags={MINI_XLA_FLAGS}")
 CACHE = "xla_cache"
 STARTER = pathlib.Path(__file__).parent / "env"
 
