@@ -3,7 +3,7 @@
 Training graphs are sampled on the fly at the `train_lengths` sizes; every `eval_every` steps the
 model is scored on 64 freshly sampled validation graphs of the largest size and the best one is
 saved as checkpoints/best.pkl, beside spec_list.pkl and model_params.pkl, which the grader needs.
-The hidden test graphs (larger ones) are not in this workspace: the script ends by scoring the best
+The hidden test graphs are not in this workspace: the script ends by scoring the best
 checkpoint on the validation graphs.
 
 Flag values may also come from CLRS30/train_flags.txt (one --flag=value per line); flags given on
@@ -227,7 +227,7 @@ def main(unused_argv):
         stats = evaluate(val_samplers[index], functools.partial(eval_model.predict, algorithm_index=index),
                          val_counts[index], key)
         logging.info("(val, best checkpoint) algo %s: %s", algorithm, stats)
-    logging.info("Done! The test score comes from the hidden, larger test graphs when you submit.")
+    logging.info("Done! The test score comes from the hidden test graphs when you submit.")
 
 
 def with_flags_file(argv):
