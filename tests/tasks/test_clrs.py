@@ -177,7 +177,8 @@ def test_grader_scores_the_restored_model_on_the_hidden_graphs(data, tmp_path):
     oracle(tmp_path, hidden)
     assert grade(tmp_path, hidden) == 1.0
     oracle(tmp_path, hidden, wrong_fraction=0.25)
-    assert grade(tmp_path, hidden) == pytest.approx(0.75, abs=0.02)
+    # 8 graphs of 8 nodes, predicted 4 at a time with the same mask: 256 draws, a standard error of 0.027
+    assert grade(tmp_path, hidden) == pytest.approx(0.75, abs=0.06)
 
 
 def test_the_test_graphs_are_predicted_a_few_at_a_time(data, tmp_path):
