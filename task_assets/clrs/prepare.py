@@ -125,12 +125,14 @@ def warm_up(folder: pathlib.Path) -> None:
         workspace = pathlib.Path(scratch) / "env"
         shutil.copytree(STARTER, workspace)
         shutil.copytree(folder, workspace / FOLDER)
-        command = [sys.executable, "train.py", f"--train_steps={rounds + 1}", f"--eval_every={rounds}",
-                   f"--compilation_cache={pathlib.Path(folder).resolve() / CACHE}"]
+        # train.py's own --compilation_cache (FOLDER/CACHE, relative): JAX puts the cache folder's
+        # name, as given, into every key (an XLA autotuning folder under it), so another name misses
+        command = [sys.executable, "train.py", f"--train_steps={rounds + 1}", f"--eval_every={rounds}"]
         done = subprocess.run(command, cwd=workspace, env=environment, capture_output=True, text=True)
         if done.returncode:
             raise DataError(f"{STARTER / 'train.py'}: compiling the starter for the mini data failed "
                             f"(exit {done.returncode}); its last lines:\n{done.stderr[-2000:]}")
+        shutil.copytree(workspace / FOLDER / CACHE, pathlib.Path(folder) / CACHE, dirs_exist_ok=True)
 
 
 def full(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
