@@ -27,8 +27,8 @@ training size (in distribution, where full tests out of it). On a CPU, compiling
 training step takes longer than training on the small graphs: one compilation per training size,
 each about 25 s of CPU. mini therefore trains on two sizes instead of five, and its data holds
 the compiled steps of the unchanged starter, so that the baseline and the reference (the same
-model) can load them instead of compiling them again. Not all of them: a sandboxed run was seen to
-compile one training step and the validation itself, under keys other than the warm-up's.
+model) load them instead of compiling them again. JAX's cache keys hold the cache folder's name as
+given, so the warm-up uses the flags file's relative CLRS30/xla_cache, as every run does.
 """
 
 from __future__ import annotations

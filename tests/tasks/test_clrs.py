@@ -7,7 +7,10 @@ by the main job (tests/integration/test_main_job.py).
 
 from __future__ import annotations
 
+import os
 import pickle
+import subprocess
+import sys
 import textwrap
 
 import numpy as np
@@ -15,7 +18,7 @@ import pytest
 
 from pytest_mlab.task_api import InvalidSubmission
 from tests.shared_data import shared_mini
-from tests.tasks.support import grade as grade_task, load_function, prepare, tree_digest
+from tests.tasks.support import grade as grade_task, load_function, make_workspace, prepare, tree_digest
 
 # The fast tier (-m "not slow") leaves this module out: it draws CLRS-30 graphs with DeepMind's clrs package
 # and runs its model in JAX.
@@ -52,6 +55,19 @@ def test_mini_is_small_and_ships_the_compiled_starter(data):
     steps, batch, n = test["hint_D"].shape[:3]
     assert (batch, n) == (8, 8), "mini tests on 8-node graphs, its largest training size"
     assert steps == n and (test["lengths"] == n).all()
+
+
+def test_a_run_elsewhere_loads_the_compiled_steps(data, tmp_path):
+    """JAX's cache keys hold the cache folder's name as given: the warm-up must use the flags file's
+    relative name, or every run (each in its own workspace path) compiles its training steps again."""
+    public, _ = data
+    workspace = make_workspace(TASK, public, tmp_path / "another" / "workspace")
+    done = subprocess.run([sys.executable, "train.py", "--train_steps=2", "--eval_every=2"], cwd=workspace,
+                          capture_output=True, text=True, env={**os.environ, "JAX_DEBUG_LOG_MODULES": "jax._src.compiler"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    misses = [line for line in done.stderr.splitlines() if "PERSISTENT COMPILATION CACHE MISS" in line
+              and ("jit__feedback" in line or "jit__predict" in line)]
+    assert not misses, misses
 
 
 def test_the_measure_step_sees_no_answer(data):
