@@ -7,6 +7,10 @@ from checkpoints/best.pkl. It predicts the hidden test graphs from their inputs 
 the first step are zeros; the truth stays with the grader on the host) and saves the predicted
 pointers Pi as out/predicted.npy (no pickles) for the grader to score. Unpickling the agent's
 files is safe here: this process runs the agent's code anyway.
+
+No persistent compilation cache is read here, whatever the environment says: the agent can write
+the caches its training uses (mini's CLRS30/xla_cache among them) and could plant an executable
+under the key of the grader's own computation.
 """
 
 import os
@@ -31,13 +35,18 @@ import numpy as np  # noqa: E402
 
 with np.load(os.path.join(inputs, "floyd_warshall_test_inputs.npz"), allow_pickle=False) as data:
     arrays = {name: data[name] for name in data.files}
+if "xla_flags" in arrays:  # mini pins XLA's instruction set, as its training does (prepare.py)
+    os.environ["XLA_FLAGS"] = str(arrays.pop("xla_flags"))
 
 for name in FILES:
     if not os.path.isfile(os.path.join(CHECKPOINTS, name)):
         mlab_measure.reject(out, "missing", name)
 try:
-    import clrs
     import jax
+
+    jax.config.update("jax_enable_compilation_cache", False)
+    jax.config.update("jax_compilation_cache_dir", None)
+    import clrs
     from clrs._src import probing, samplers
 except BaseException:
     mlab_measure.failure(out, "clrs", "measure.py")

@@ -7,7 +7,10 @@ by the main job (tests/integration/test_main_job.py).
 
 from __future__ import annotations
 
+import os
 import pickle
+import subprocess
+import sys
 import textwrap
 
 import numpy as np
@@ -15,7 +18,7 @@ import pytest
 
 from pytest_mlab.task_api import InvalidSubmission
 from tests.shared_data import shared_mini
-from tests.tasks.support import grade as grade_task, load_function, prepare, tree_digest
+from tests.tasks.support import grade as grade_task, load_function, make_workspace, prepare, tree_digest
 
 # The fast tier (-m "not slow") leaves this module out: it draws CLRS-30 graphs with DeepMind's clrs package
 # and runs its model in JAX.
@@ -36,17 +39,35 @@ def load(path) -> dict:
         return {name: archive[name] for name in archive.files}
 
 
-def test_mini_keeps_the_test_graphs_shape_and_hides_the_split(data):
+def test_mini_is_small_and_ships_the_compiled_starter(data):
     public, hidden = data
-    assert sorted(p.name for p in (public / "CLRS30").iterdir()) == ["train_flags.txt"]
+    assert sorted(p.name for p in (public / "CLRS30").iterdir()) == ["train_flags.txt", "xla_cache"]
     flags = (public / "CLRS30" / "train_flags.txt").read_text().splitlines()
-    assert "--train_steps=12" in flags, "mini scales down the number of training steps"
+    for flag in ("--train_lengths=4,8", "--batch_size=8", "--train_steps=20", "--compilation_cache=CLRS30/xla_cache",
+                 "--xla_flags=--xla_cpu_max_isa=AVX2"):
+        assert flag in flags
+    shown = load(hidden / "floyd_warshall_test_inputs.npz")
+    assert str(shown["xla_flags"]) == "--xla_cpu_max_isa=AVX2", "the measure step predicts as training ran"
+    assert len(list((public / "CLRS30" / "xla_cache").iterdir())) >= 3, "one training step per size, and validation"
     assert sorted(p.name for p in hidden.iterdir()) == ["floyd_warshall_test.npz", "floyd_warshall_test_inputs.npz"]
     test = load(hidden / "floyd_warshall_test.npz")
     assert {name: array.ndim for name, array in test.items()} == FEATURES
     steps, batch, n = test["hint_D"].shape[:3]
-    assert (batch, n) == (4, 64), "mini keeps CLRS-30's 64-node test graphs, fewer of them"
+    assert (batch, n) == (8, 8), "mini tests on 8-node graphs, its largest training size"
     assert steps == n and (test["lengths"] == n).all()
+
+
+def test_a_run_elsewhere_loads_the_compiled_steps(data, tmp_path):
+    """JAX's cache keys hold the cache folder's name as given: the warm-up must use the flags file's
+    relative name, or every run (each in its own workspace path) compiles its training steps again."""
+    public, _ = data
+    workspace = make_workspace(TASK, public, tmp_path / "another" / "workspace")
+    done = subprocess.run([sys.executable, "train.py", "--train_steps=2", "--eval_every=2"], cwd=workspace,
+                          capture_output=True, text=True, env={**os.environ, "JAX_DEBUG_LOG_MODULES": "jax._src.compiler"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    misses = [line for line in done.stderr.splitlines() if "PERSISTENT COMPILATION CACHE MISS" in line
+              and ("jit__feedback" in line or "jit__predict" in line)]
+    assert not misses, misses
 
 
 def test_the_measure_step_sees_no_answer(data):
@@ -79,9 +100,16 @@ def test_output_pointers_are_shortest_path_predecessors(data):
 
 
 def test_mini_is_deterministic_and_seeded(tmp_path):
-    first = [tree_digest(p) for p in prepare(TASK, tmp_path / "a")]
-    assert first == [tree_digest(p) for p in prepare(TASK, tmp_path / "b")]
-    assert first != [tree_digest(p) for p in prepare(TASK, tmp_path / "c", seed=1)]
+    """The graphs and flags (the compilation cache holds compile times: its bytes vary)."""
+    recipe = load_function(TASK, "prepare.py:mini_data")
+
+    def made(name: str, seed: int = 0) -> dict[str, str]:
+        recipe(tmp_path / name / "public", tmp_path / name / "hidden", seed)
+        return tree_digest(tmp_path / name)
+
+    first = made("a")
+    assert first == made("b")
+    assert first != made("c", seed=1)
 
 
 def test_full_draws_clrs30s_test_split_offline(tmp_path):
@@ -165,7 +193,8 @@ def test_grader_scores_the_restored_model_on_the_hidden_graphs(data, tmp_path):
     oracle(tmp_path, hidden)
     assert grade(tmp_path, hidden) == 1.0
     oracle(tmp_path, hidden, wrong_fraction=0.25)
-    assert grade(tmp_path, hidden) == pytest.approx(0.75, abs=0.02)
+    # 8 graphs of 8 nodes, predicted 4 at a time with the same mask: 256 draws, a standard error of 0.027
+    assert grade(tmp_path, hidden) == pytest.approx(0.75, abs=0.06)
 
 
 def test_the_test_graphs_are_predicted_a_few_at_a_time(data, tmp_path):
@@ -177,7 +206,7 @@ def test_the_test_graphs_are_predicted_a_few_at_a_time(data, tmp_path):
     for name in ("floyd_warshall_test_inputs.npz", "floyd_warshall_test.npz"):
         arrays = load(hidden / name)
         np.savez(bigger / name, **{key: np.concatenate([value] * 3, axis=1 if key.startswith("hint_") else 0)
-                                   for key, value in arrays.items()})
+                                   if value.ndim else value for key, value in arrays.items()})
     workspace = tmp_path / "ws"
     workspace.mkdir()
     oracle(workspace, bigger)
@@ -188,6 +217,22 @@ def test_the_test_graphs_are_predicted_a_few_at_a_time(data, tmp_path):
     assert "graphs at once" in (workspace / "baselines.py").read_text()
     assert len(load(bigger / "floyd_warshall_test.npz")["output_Pi"]) == 3 * len(load(hidden / "floyd_warshall_test.npz")["output_Pi"])
     assert grade(workspace, bigger) == 1.0
+
+
+def test_the_measure_step_reads_no_compilation_cache(data, tmp_path, monkeypatch):
+    """The attack: an agent plants an executable in a compilation cache (the one mini's training
+    uses, or any folder it names) under the key of the grader's computation. The measure step turns
+    JAX's persistent cache off before any agent code is imported, even with the variable set."""
+    public, hidden = data
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(public / "CLRS30" / "xla_cache"))
+    submission(tmp_path, """
+        import jax
+        assert not jax.config.jax_enable_compilation_cache, "the compilation cache is on"
+        assert jax.config.jax_compilation_cache_dir is None, jax.config.jax_compilation_cache_dir
+        n = features.inputs[0].data.shape[1]
+        return np.zeros((len(features.lengths), n, n))
+    """)
+    assert grade(tmp_path, hidden) == pytest.approx(float(np.mean(load(hidden / "floyd_warshall_test.npz")["output_Pi"] == 0)))
 
 
 def test_a_model_that_reads_the_hints_finds_no_answer(data, tmp_path):
@@ -213,8 +258,9 @@ def test_the_grader_rebuilds_the_processor_from_the_saved_tuple(data, tmp_path):
         n = features.inputs[0].data.shape[1]
         return np.zeros((len(features.lengths), n, n)) + np.arange(n)[None, :, None]
     """)
-    score = grade(tmp_path, hidden)  # Pi[i, j] = i: right only where j is i or cannot be reached
-    assert 0.0 < score < 0.2
+    truth = load(hidden / "floyd_warshall_test.npz")["output_Pi"]
+    rows = np.arange(truth.shape[-1])[None, :, None]  # Pi[i, j] = i: right where i precedes j, or j is i
+    assert grade(tmp_path, hidden) == pytest.approx(float(np.mean(truth == rows)))
 
 
 @pytest.mark.parametrize("breakage, message", [
@@ -225,8 +271,8 @@ def test_the_grader_rebuilds_the_processor_from_the_saved_tuple(data, tmp_path):
     ("init raises", "cannot be built .* KeyError"),
     ("predict raises", "predict of baselines.py failed .* ValueError"),
     ("wrong shape", "returned Pi of shape"),
-    ("out of range", "node indices 0..63"),
-    ("fractional", "node indices 0..63"),
+    ("out of range", "node indices 0..7"),
+    ("fractional", "node indices 0..7"),
 ])
 def test_grader_rejects_broken_submissions(data, tmp_path, breakage, message):
     _, hidden = data
