@@ -8,8 +8,10 @@
 The run gets results and data folders of its own (never the user's ``mlab-results/`` or data
 cache), so it can run beside a user's session. It prints the wall time, the outcome counts, each
 item's time (from the JUnit XML pytest writes) and the largest peak resident memory any one
-process of the run reached (the kernel's ``ru_maxrss`` of the reaped children: a script, a grader
-or a worker), which says whether ``-n 2`` fits a laptop. ``--busy N`` starts N processes that spin
+process on the machine reached while the run went on (each process's ``VmHWM``, read from
+``/proc`` twice a second: a script, a grader or a worker; run it on an otherwise idle machine), which says whether ``-n 2`` fits a laptop. Sandboxed
+scripts are reaped by their sandbox, not by pytest, so the kernel's count of reaped children
+would miss them. ``--busy N`` starts N processes that spin
 on the CPU for the whole run and stops them after it: the load a developer's build or a second job
 puts beside the main job.
 """
@@ -20,10 +22,10 @@ import argparse
 import datetime
 import os
 import platform
-import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ElementTree
 from collections import Counter
@@ -42,17 +44,40 @@ def item_times(junit: Path) -> list[tuple[str, float, str]]:
     return rows
 
 
-def run_main_job(out: Path, cache: Path, busy: int, pytest_args: list[str]) -> tuple[float, int]:
-    """Run the main job once; returns its wall time and exit code, with the busy processes stopped."""
+class PeakMemory(threading.Thread):
+    """The largest VmHWM of any process on the machine but ``ignored``, sampled until stopped."""
+
+    def __init__(self, ignored: set[int]) -> None:
+        super().__init__(daemon=True)
+        self.ignored, self.peak_kb, self.stopped = ignored, 0, threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(0.5):
+            for status in Path("/proc").glob("[0-9]*/status"):
+                if int(status.parent.name) in self.ignored:
+                    continue
+                try:
+                    line = next(line for line in status.read_text().splitlines() if line.startswith("VmHWM:"))
+                except (OSError, StopIteration):
+                    continue
+                self.peak_kb = max(self.peak_kb, int(line.split()[1]))
+
+
+def run_main_job(out: Path, cache: Path, busy: int, pytest_args: list[str]) -> tuple[float, int, float]:
+    """Run the main job once; returns its wall time, exit code and the largest peak memory (MB) of
+    one process, with the busy processes stopped."""
     spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(busy)]
+    memory = PeakMemory({os.getpid(), *(spinner.pid for spinner in spinners)})
+    memory.start()
     command = [sys.executable, "-m", "pytest", "specs/", "-n", "2", "-q", "-p", "no:cacheprovider",
                f"--mlab-out={out}", f"--mlab-cache={cache}", f"--junitxml={out / 'junit.xml'}", *pytest_args]
     print("$", " ".join(command[2:]), flush=True)
     try:
         start = time.perf_counter()
         code = subprocess.run(command, cwd=REPO, check=False).returncode
-        return time.perf_counter() - start, code
+        return time.perf_counter() - start, code, memory.peak_kb / 1024
     finally:
+        memory.stopped.set()
         for spinner in spinners:
             spinner.kill()
             spinner.wait()
@@ -73,10 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{datetime.date.today()}  {platform.node()}  {os.cpu_count()} CPUs  "
           f"{state} data cache  "
           f"{options.busy} busy processes beside it", flush=True)
-    wall, code = run_main_job(out, cache, options.busy, options.pytest_args)
+    wall, code, peak_mb = run_main_job(out, cache, options.busy, options.pytest_args)
     rows = item_times(out / "junit.xml")
     counts = Counter(outcome for _, _, outcome in rows)
-    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"\nwall time: {wall:.0f} s ({wall / 60:.1f} min), exit code {code}: "
           + ", ".join(f"{count} {outcome}" for outcome, count in sorted(counts.items())))
     print(f"item time: {sum(seconds for _, seconds, _ in rows):.0f} s summed over {len(rows)} items")
