@@ -2,8 +2,9 @@
 over the catalogue's quick tasks: two xdist workers, every default agent, the controller's report
 and results files, traces and verdicts, as the whole main job has them.
 
-The whole main job (every task, about 20 minutes on 2 cores) is the README's measured sample, not
-a test: what it adds over this sub-run is each long task's own starter and reference, and those
+The whole main job (every task, about 4 to 6 minutes on 2 cores: bench/main_job.py) is the
+README's measured sample, not a test, which keeps the suite within CI's budget: what it adds over
+this sub-run is each long task's own starter and reference, and those
 are tested where they live (tests/tasks/test_<task>.py run each task's real starter, grader and
 data recipe on mini data; tests/grading/test_timing.py and the tiny timed task cover timed
 grading; tests/tasks/test_smoke_tasks.py runs the smoke tasks' starters and references). A task
