@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -126,8 +127,8 @@ def churning_shared_mount(tmp_path: Path):
                                               f"umount '{base}/point'; done"], start_new_session=True)
         yield
     finally:
-        if churn is not None:
-            churn.kill()
+        if churn is not None:  # the whole group: a `mount` the loop started must not land after the umount
+            os.killpg(churn.pid, signal.SIGKILL)
             churn.wait()
         subprocess.run(["umount", "-R", "-l", str(base)], check=False)
 
