@@ -312,7 +312,7 @@ def test_every_baseline_this_project_records_was_measured_on_its_task_as_it_is(c
     code = main(["baseline", "--check", "--root", str(REPO)])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "clrs (full): current" in out  # the check did look at the catalogue
+    assert "clrs (mini): current" in out  # the check did look at the catalogue
 
 
 # --- authoring: a new task, or one that extends another, is measured after it is written ------------
