@@ -127,15 +127,20 @@ def test_a_chmod_or_touch_costs_one_hash_and_nothing_else(tmp_path: Path) -> Non
     assert run_in_new_process(cached, tmp_path / "run4")["hashed"] == 0
 
 
+def linked_workspace(tmp_path: Path, cached: Path) -> tuple[Path, SnapshotStore]:
+    """A workspace with ``cached`` linked in as train.csv, as the runner links data, and a store."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    os.link(cached, workspace / "train.csv")
+    return workspace, SnapshotStore(tmp_path / "store")
+
+
 def test_a_write_while_a_lease_is_held_is_noticed_in_the_same_process(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """Within a process the lease vouches for the digest; opening the file for writing breaks it."""
     cached = prepared(tmp_path / "cache")
     hashed = count_hashed_bytes(monkeypatch)
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    os.link(cached, workspace / "train.csv")
-    store = SnapshotStore(tmp_path / "store")
+    workspace, store = linked_workspace(tmp_path, cached)
     store.snapshot(workspace, link_paths=["train.csv"])
     store.snapshot(workspace, link_paths=["train.csv"])
     assert hashed.count(DATA) == 1
@@ -153,10 +158,7 @@ def test_without_leases_a_store_still_hashes_its_data_once(tmp_path: Path, monke
     monkeypatch.setattr(data_digests, "take_lease", lambda fd: None)
     cached = prepared(tmp_path / "cache")
     hashed = count_hashed_bytes(monkeypatch)
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    os.link(cached, workspace / "train.csv")
-    store = SnapshotStore(tmp_path / "store")
+    workspace, store = linked_workspace(tmp_path, cached)
     for _ in range(3):
         store.snapshot(workspace, link_paths=["train.csv"])
     assert hashed.count(DATA) == 1
