@@ -55,7 +55,13 @@ def load_results(path: Path) -> dict[str, Any]:
         raise MlabError(f"{path}: not a readable results.json ({exc})") from None
     if not isinstance(payload, dict) or not isinstance(payload.get("runs"), list):
         raise MlabError(f"{path}: not a pytest-mlab results.json (it has no 'runs' list)")
-    return {**payload, "runs": [RunResult.from_dict(run) for run in payload["runs"]]}
+    runs = []
+    for index, run in enumerate(payload["runs"]):
+        try:
+            runs.append(RunResult.from_dict(run))
+        except (TypeError, AttributeError) as exc:  # a row cut short or edited by hand
+            raise MlabError(f"{path}: run {index} of 'runs' is not a pytest-mlab result row ({exc})") from None
+    return {**payload, "runs": runs}
 
 
 def render_summary(results: list[RunResult]) -> str:

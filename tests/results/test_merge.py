@@ -36,6 +36,16 @@ def test_an_unreadable_results_json_is_set_aside_not_overwritten(tmp_path):
     assert merged.set_aside.read_text() == "{cut short" and not (tmp_path / "results.json").exists()
 
 
+@pytest.mark.parametrize("row", [{"nodeid": "specs/tasks/x.yaml::x[mini-baseline-s0]", "wall_time": 3.0}, "a string"])
+def test_a_results_json_with_a_row_that_is_not_a_result_is_set_aside_too(tmp_path, row):
+    """A row cut short, or edited by hand, is no reason to lose the session's own results."""
+    text = json.dumps({"version": 2, "runs": [row]})
+    (tmp_path / "results.json").write_text(text)
+    merged = with_earlier_runs(tmp_path, [run()])
+    assert [row.run_id for row in merged.runs] == ["digits[mini-reference-s0]"]
+    assert merged.set_aside.read_text() == text
+
+
 def test_results_json_is_strict_json_when_an_improvement_is_not_finite(tmp_path):
     runs = [run("digits", improvement=float("inf"), best_improvement=float("-inf")), run("diabetes", score=float("nan"))]
     path = write_results(tmp_path, runs, {"max_cost": float("inf")})
