@@ -1,12 +1,15 @@
 """What ``-n 2`` buys over ``-n 0`` on a handful of main-job items: wall and CPU time, interleaved.
 
 Run: python bench/parallelism.py [--tasks diabetes,house-price,spaceship-titanic,parkinsons-disease]
-                                 [--workers 2] [--rounds 2] [--agent baseline] [--json FILE]
+                                 [--workers 2] [--rounds 2] [--agent baseline] [--json FILE] [--no-history]
                                  [--pytest-args "-p no:hypothesispytest"]
 
 The tasks' mini data is prepared once, before anything is timed; every session then gets its
-own copy of that cache and its own results folder, so no session reuses another's outputs or
-waits on another's locks. The sessions alternate (``-n 0``, ``-n N``, ``-n 0``, ...: ABAB), so
+own copy of that cache and its own results folder, so no session waits on another's locks. Each
+results folder starts with the results.json of one untimed ``-n 0`` session run first, as a
+user's results folder holds the rows of earlier sessions: under xdist, runs then go out longest
+first, planned from those times (pytest_mlab/plugin/schedule.py); ``--no-history`` starts every
+session empty (xdist's own load scheduling, as in a first session). The sessions alternate (``-n 0``, ``-n N``, ``-n 0``, ...: ABAB), so
 that load from other work on the machine falls on both sides alike.
 
 Per session: wall time, and CPU time of everything the session ran. The CPU time is read from a
@@ -88,12 +91,15 @@ def prepare(tasks: list[str], cache: Path) -> None:
                        cwd=REPO, env=ENV, check=True, stdout=subprocess.DEVNULL)
 
 
-def session(tasks: list[str], agent: str, workers: int, prepared: Path, scratch: Path, index: int,
-            extra: list[str]) -> dict[str, Any]:
+def session(tasks: list[str], agent: str, workers: int, prepared: Path, scratch: Path, index: int | str,
+            extra: list[str], history: Path | None = None) -> dict[str, Any]:
     """One pytest session of the tasks' ``agent`` items with ``-n workers`` and ``extra`` arguments,
-    in private folders."""
+    in private folders; ``history``: a results.json its results folder starts with."""
     out, cache = scratch / f"out-{index}", scratch / f"cache-{index}"
     shutil.copytree(prepared, cache, symlinks=True)
+    if history is not None:
+        out.mkdir()
+        shutil.copy(history, out / "results.json")
     specs = [f"specs/tasks/{task}.yaml" for task in tasks]
     argv = [sys.executable, "-m", "pytest", *specs, "-k", agent, "-n", str(workers), "-q", "-p", "no:cacheprovider",
             "--mlab-out", str(out), "--mlab-cache", str(cache), *extra]
@@ -135,16 +141,24 @@ def main() -> None:
     parser.add_argument("--agent", default="baseline", help="which items of each task (a -k expression)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--pytest-args", default="", help="more pytest arguments for every session (one string)")
+    parser.add_argument("--no-history", action="store_true",
+                        help="start every session with an empty results folder (a first session: xdist's own "
+                             "load scheduling) instead of the rows of an untimed -n 0 session (planned, longest first)")
     args = parser.parse_args()
     tasks = args.tasks.split(",")
     with tempfile.TemporaryDirectory(prefix="bench-parallelism-") as folder:
         scratch = Path(folder)
         prepare(tasks, scratch / "prepared")
+        history = None
+        if not args.no_history:  # an untimed first session: the rows every timed session starts with
+            first = session(tasks, args.agent, 0, scratch / "prepared", scratch, "history", shlex.split(args.pytest_args))
+            history = scratch / "out-history" / "results.json"
+            print(json.dumps({"history": first["items"]}), flush=True)
         sessions = []
         for round_ in range(args.rounds):
             for workers in (0, args.workers):
                 sessions.append(session(tasks, args.agent, workers, scratch / "prepared", scratch, len(sessions),
-                                        shlex.split(args.pytest_args)))
+                                        shlex.split(args.pytest_args), history=history))
                 print(json.dumps(sessions[-1]), flush=True)
     results = {"cores": os.cpu_count(), "tasks": tasks, "sessions": sessions, "summary": summary(sessions, args.workers)}
     print(json.dumps(results["summary"], indent=1))

@@ -7,11 +7,13 @@ import math
 import os
 import re
 import textwrap
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
 from pytest_mlab.sandbox.registry import resolve_kind
+from tests.results.builders import run as recorded_run
 from tests.helpers import (
     assert_no_traceback,
     collected_ids,
@@ -658,6 +660,30 @@ def test_under_xdist_the_runs_of_one_task_go_to_different_workers(pytester, toy_
         if match := re.match(r"\[(gw\d)\] .*PASSED specs/tasks/\w+\.yaml::(\w+)\[", line):
             workers.setdefault(match[2], set()).add(match[1])
     assert workers == {"toy": {"gw0", "gw1"}, "toy2": {"gw0", "gw1"}}, output_of(result)
+
+
+@pytest.mark.slow
+def test_under_xdist_a_run_recorded_as_long_gets_a_worker_to_itself(pytester, toy_project, mlab_cache) -> None:
+    """With the results folder's rows saying toy's baseline took 60 s and the other runs 1 s, the
+    plan (plugin/schedule.py) gives that run one worker and the three others the other worker;
+    xdist's own chunks would have put two runs on each."""
+    (toy_project / "specs" / "tasks" / "toy2.yaml").write_text(
+        (toy_project / "specs" / "tasks" / "toy.yaml").read_text().replace("name: toy\n", "name: toy2\n"))
+    long_run = "specs/tasks/toy.yaml::toy[mini-baseline-s0]"
+    others = ["specs/tasks/toy.yaml::toy[mini-reference-s0]", "specs/tasks/toy2.yaml::toy2[mini-baseline-s0]",
+              "specs/tasks/toy2.yaml::toy2[mini-reference-s0]"]
+    results = toy_project / "mlab-results"
+    results.mkdir()
+    rows = [asdict(recorded_run(task=task, agent=agent, wall_time=60.0 if (task, agent) == ("toy", "baseline") else 1.0))
+            for task in ("toy", "toy2") for agent in ("baseline", "reference")]
+    (results / "results.json").write_text(json.dumps({"version": 2, "runs": rows}))
+    result = run_specs(pytester, "-n", "2", "-v", cache_dir=mlab_cache, subprocess=True)
+    result.assert_outcomes(passed=4)
+    ran_by: dict[str, list[str]] = {}
+    for line in result.outlines:
+        if match := re.match(r"\[(gw\d)\] .*PASSED (specs/tasks/\S+)", line):
+            ran_by.setdefault(match[1], []).append(match[2])
+    assert sorted((sorted(ran) for ran in ran_by.values()), key=len) == [[long_run], sorted(others)], output_of(result)
 
 
 # ------------------------------------------------------------------ agent options, checked at collection

@@ -1,7 +1,7 @@
 """pytest-mlab's pytest glue, and nothing else: the hooks pytest calls (this module, the entry
 point ``mlab``), the items (items.py), options (options.py), the results reporter (reporter.py),
 JUnit and pytest-html properties (junit.py), notices before the first run (notices.py), the
-order runs go out to xdist workers in (order.py), the checks of the session's models, asked once
+order runs go out to xdist workers in (order.py) and how xdist hands them out (schedule.py), the checks of the session's models, asked once
 and handed to workers (model_checks.py), the terminal for a human LLM (console.py), the
 plugin's own hooks (hookspecs.py) and what their implementations add (extensions.py).
 
@@ -223,6 +223,20 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
 
         return TaskFile.from_parent(parent, path=file_path)
     return None
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """pytest-xdist's ``load`` distribution (its default under -n): runs go out longest first,
+    planned from the times the results folder recorded (plugin/schedule.py); a session without
+    Task specs gets xdist's own scheduling. Any other ``--dist`` is left to xdist."""
+    if config.getvalue("dist") != "load":
+        return None
+    from pytest_mlab.plugin.schedule import LongestFirstScheduling
+    from pytest_mlab.results.store import RESULTS_FILE
+
+    settings = config.stash.get(SETTINGS, None)
+    return LongestFirstScheduling(config, log, results_file=settings.out_dir / RESULTS_FILE if settings else None)
 
 
 @pytest.hookimpl(optionalhook=True)
