@@ -83,6 +83,9 @@ class ResultsReporter:
             return
         self.announced = True
         from pytest_mlab.plugin.notices import unused_llm_notice
+        from pytest_mlab.results.report import warm_up
+
+        warm_up()  # the report's libraries load while the runs go on
 
         terminal = config.pluginmanager.getplugin("terminalreporter")
         if terminal is None:
