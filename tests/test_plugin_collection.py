@@ -745,16 +745,36 @@ NOT_FOR_PLAIN_TESTS = ("pytest_mlab.llm", "pytest_mlab.sandbox.leftovers", "pyte
                        "matplotlib", "docker", "jsonschema")
 
 
-def test_a_run_that_collects_no_spec_loads_neither_the_engine_nor_heavy_libraries(pytester) -> None:
+#: Every pytest_mlab module such a session may load: the entry module, the options it adds and
+#: checks, the plugin's hook specs and stash keys, and the few small modules under them.
+PLAIN_TEST_MODULES = {"pytest_mlab", "pytest_mlab.plugin", "pytest_mlab.plugin.options", "pytest_mlab.plugin.hookspecs",
+                      "pytest_mlab.plugin.state", "pytest_mlab.errors", "pytest_mlab.lazy", "pytest_mlab.data",
+                      "pytest_mlab.data.location", "pytest_mlab.sandbox", "pytest_mlab.sandbox.registry",
+                      "pytest_mlab.spec", "pytest_mlab.spec.suffixes"}
+
+
+@pytest.mark.parametrize("xdist", ["-pno:xdist", "-pxdist"])
+def test_a_run_that_collects_no_spec_loads_neither_the_engine_nor_heavy_libraries(pytester, xdist) -> None:
     pytester.makeconftest(f"""
         import json, sys
 
         def pytest_unconfigure(config):
             loaded = [name for name in {NOT_FOR_PLAIN_TESTS!r} if name in sys.modules]
+            ours = sorted(name for name in sys.modules if name.split(".")[0] == "pytest_mlab")
             with open("loaded.json", "w") as out:
-                json.dump(loaded, out)
+                json.dump({{"heavy": loaded, "ours": ours}}, out)
         """)
     pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", xdist)
     result.assert_outcomes(passed=1)
-    assert json.loads((pytester.path / "loaded.json").read_text()) == []
+    loaded = json.loads((pytester.path / "loaded.json").read_text())
+    assert loaded["heavy"] == []
+    assert set(loaded["ours"]) <= PLAIN_TEST_MODULES, sorted(set(loaded["ours"]) - PLAIN_TEST_MODULES)
+
+
+def test_a_bad_option_value_is_a_usage_error_even_when_no_spec_is_collected(pytester) -> None:
+    """Setting an option asks for pytest-mlab: it is checked at start-up, as before any run."""
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--seeds=0")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--seeds=0: must be at least 1*"])

@@ -20,8 +20,9 @@ import pytest
 
 from pytest_mlab.errors import MlabError, SpecError, UsageError
 from pytest_mlab.plugin.options import (DOCKER_HOSTS, GPU_POOL, add_options, allow_skips, docker_hosts, gpu_pool,
-                                        read_settings)
-from pytest_mlab.plugin.state import SESSION, SETTINGS, is_run_item, project_of, run_items
+                                        options_given, read_settings)
+from pytest_mlab.plugin.state import (ACTIVE, SESSION, SETTINGS, WORKER_INPUT, is_run_item, project_of, run_items,
+                                      session_id)
 from pytest_mlab.spec.suffixes import SPEC_SUFFIXES
 
 PREPARED = pytest.StashKey[set]()
@@ -34,9 +35,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from pytest_mlab.results.recover import session_id
-
+    """Only what every session needs: the marker and the session's id (workers get the
+    controller's). The rest waits for :func:`activate`: at once when the user set a pytest-mlab
+    option, else when the first Task spec is collected, so a session without specs imports little
+    beyond this module."""
     config.addinivalue_line("markers", "mlab: a pytest-mlab run of an agent on a task")
+    config.stash[SESSION] = session_id(getattr(config, "workerinput", None))
+    if options_given(config):
+        activate(config)
+
+
+def activate(config: pytest.Config, session: pytest.Session | None = None) -> None:
+    """pytest-mlab's set-up, once per process: plugins' extensions, the settings (bad option values
+    are usage errors), the session's models, and on the controller the results reporter and the
+    progress display. ``session``: the session has started already (activated by collection), so
+    the registered plugins are told of its start here."""
+    if config.stash.get(ACTIVE, False):
+        return
+    config.stash[ACTIVE] = True
     from pytest_mlab.plugin.extensions import apply_extensions
 
     apply_extensions(config)  # plugins' backends, providers and agents, before the options are checked
@@ -67,7 +83,6 @@ def pytest_configure(config: pytest.Config) -> None:
         if HUMAN in (settings.llm, settings.fast_llm, settings.edit_llm):
             raise pytest.UsageError("--llm=human reads your answers from the terminal, which pytest-xdist workers "
                                     "do not have: drop -n (and --dist) to play the agent yourself")
-    config.stash[SESSION] = session_id(getattr(config, "workerinput", None))
     from pytest_mlab.sandbox.docker.hosts import use_pool
 
     use_pool(config.stash[DOCKER_HOSTS], getattr(config, "workerinput", {}).get("workerid"), config.stash[SESSION])
@@ -83,6 +98,20 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_mlab.plugin.progress import register_progress
 
         register_progress(config)
+        if session is not None:
+            reporter.pytest_sessionstart(session)
+            progress = config.pluginmanager.get_plugin("mlab-progress")
+            if progress is not None:
+                progress.pytest_sessionstart(session)
+
+
+def _activated_by_collection(config: pytest.Config, session: pytest.Session | None) -> None:
+    """:func:`activate` from a collection hook, where pytest shows a UsageError as an internal
+    error: it ends the session the way a usage error at start-up does."""
+    try:
+        activate(config, session)
+    except pytest.UsageError as exc:
+        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -118,7 +147,7 @@ def pytest_make_collect_report(collector: pytest.Collector):
     """The session collects the check of the Agent and Action files last, after what it was asked
     for: the check knows by then whether any Task spec was collected (else it does nothing)."""
     report = yield
-    if isinstance(collector, pytest.Session) and report.passed:
+    if isinstance(collector, pytest.Session) and report.passed and collector.config.stash.get(ACTIVE, False):
         from pytest_mlab.plugin.items import SpecCheck
 
         report.result.append(SpecCheck.from_parent(collector, name="mlab-specs"))
@@ -128,7 +157,7 @@ def pytest_make_collect_report(collector: pytest.Collector):
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under xdist, the runs of one task go out interleaved with the other tasks' runs, so
     different workers take them (plugin/order.py)."""
-    if _parallel(config):
+    if _parallel(config) and run_items(items):
         from pytest_mlab.plugin.order import interleaved
 
         items[:] = interleaved(items, lambda item: item.plan.task.name if is_run_item(item) else None)
@@ -137,6 +166,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Without xdist, when runs were collected: leftovers are removed, and with --mlab-prepare the
     selected items' data is prepared, before the first run."""
+    if SETTINGS not in session.config.stash:
+        return  # pytest-mlab is not active: no spec was collected and no option of it given
     if run_items(session.items):
         _remove_leftovers(session.config)
     if session.config.stash[SETTINGS].prepare and not hasattr(session.config, "workerinput"):
@@ -147,9 +178,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
     """Said right after "collected N items" (also under --collect-only): the selected tasks that
     have no baseline for the session's data variant."""
+    runs = run_items(items)
+    if not runs:
+        return []
     from pytest_mlab.plugin.notices import missing_baseline_notice
 
-    notice = missing_baseline_notice(run_items(items))
+    notice = missing_baseline_notice(runs)
     return [notice] if notice else []
 
 
@@ -158,11 +192,17 @@ def pytest_xdist_node_collection_finished(node, ids: list[str]) -> None:
     """Under xdist, workers report the selected items; when they include runs, the controller
     removes leftovers and, with --mlab-prepare, prepares their data before it schedules any."""
     config = node.config
-    if any(Path(nodeid.split("::")[0]).suffix in SPEC_SUFFIXES for nodeid in ids):
-        try:
-            _remove_leftovers(config)
-        except pytest.UsageError as exc:
-            pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+    if not any(Path(nodeid.split("::")[0]).suffix in SPEC_SUFFIXES for nodeid in ids):
+        return
+    if not config.stash.get(ACTIVE, False):
+        _activated_by_collection(config, config.pluginmanager.get_plugin("session"))
+        reporter = config.pluginmanager.get_plugin("mlab-results")
+        if reporter is not None:  # registered just now: this call of the hook went out without it
+            reporter.pytest_xdist_node_collection_finished(node, ids)
+    try:
+        _remove_leftovers(config)
+    except pytest.UsageError as exc:
+        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
     if config.stash[SETTINGS].prepare:
         files = dict.fromkeys(nodeid.split("::")[0] for nodeid in ids)
         _prepare_selected(config, [project_of(config).task_from_file(config.rootpath / name) for name in files])
@@ -219,6 +259,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
         return None
     in_task_folder = file_path.parent.name == "tasks" and file_path.parent.parent.name == "specs"
     if in_task_folder or _TASK_KIND.search(_head(file_path)):
+        _activated_by_collection(parent.config, parent.session)
         from pytest_mlab.plugin.items import TaskFile
 
         return TaskFile.from_parent(parent, path=file_path)
@@ -241,11 +282,14 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:
-    """pytest-xdist, on the controller, as each worker starts: the answers about the session's
-    models go with it, so no worker asks litellm again."""
-    from pytest_mlab.plugin.model_checks import hand_over
+    """pytest-xdist, on the controller, as each worker starts: the session's id goes with it (each
+    worker writes it in the traces of its runs) and, once pytest-mlab is active, the answers about
+    the session's models, so no worker asks litellm again."""
+    node.workerinput[WORKER_INPUT] = node.config.stash[SESSION]
+    if node.config.stash.get(ACTIVE, False):
+        from pytest_mlab.plugin.model_checks import hand_over
 
-    hand_over(node.config, node.workerinput)
+        hand_over(node.config, node.workerinput)
 
 
 def _parallel(config: pytest.Config) -> bool:

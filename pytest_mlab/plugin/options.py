@@ -5,17 +5,18 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_mlab.data.location import default_cache_dir
 from pytest_mlab.errors import UsageError
-from pytest_mlab.sandbox import SANDBOX_KINDS
-from pytest_mlab.sandbox.docker.hosts import DockerHost, parse_hosts
-from pytest_mlab.sandbox.gpus import GpuPool, parse_gpus
-from pytest_mlab.sandbox.registry import sandbox_unavailable
-from pytest_mlab.spec.plan import Settings
-from pytest_mlab.spec.units import parse_duration
+from pytest_mlab.sandbox.registry import SANDBOX_KINDS
+
+if TYPE_CHECKING:  # the rest is imported when a session uses pytest-mlab: a session without specs never does
+    from pytest_mlab.sandbox.docker.hosts import DockerHost
+    from pytest_mlab.sandbox.gpus import GpuPool
+    from pytest_mlab.spec.plan import Settings
 
 # option name, ini name, help, default
 OPTIONS = (
@@ -72,6 +73,17 @@ def add_options(parser: pytest.Parser) -> None:
         parser.addini(ini, help=help_text, default=default)
 
 
+def options_given(config: pytest.Config) -> bool:
+    """Whether the user set any pytest-mlab option, on the command line or in the ini file: the
+    session then uses pytest-mlab from its start (a bad value is a usage error at once, and typed
+    models are checked before any worker starts), whether or not a spec is collected."""
+    if config.getoption("mlab_prepare"):
+        return True
+    if any(_value(config, ini, None)[0] is not None for _flag, ini, _h, _default in OPTIONS):
+        return True
+    return any(str(config.getini(ini)) != default for ini, _help, default in PATH_SETTINGS)
+
+
 def _value(config: pytest.Config, ini: str, default: str | None) -> tuple[str | None, str]:
     """The effective value and where it came from, for error messages."""
     flag = next(flag for flag, name, _h, _d in OPTIONS if name == ini)
@@ -85,6 +97,10 @@ def _value(config: pytest.Config, ini: str, default: str | None) -> tuple[str | 
 
 
 def read_settings(config: pytest.Config) -> Settings:
+    from pytest_mlab.sandbox.registry import sandbox_unavailable
+    from pytest_mlab.spec.plan import Settings
+    from pytest_mlab.spec.units import parse_duration
+
     values = {ini: _value(config, ini, default) for _flag, ini, _h, default in OPTIONS}
 
     def number(ini: str, minimum: int) -> int | None:
@@ -136,14 +152,16 @@ def allow_skips(config: pytest.Config) -> bool:
     return _switch(*_value(config, "mlab_allow_skips", None))
 
 
-DOCKER_HOSTS = pytest.StashKey[tuple[DockerHost, ...]]()  # --mlab-docker-hosts: the pool (empty: DOCKER_HOST)
-GPU_POOL = pytest.StashKey[GpuPool]()  # --mlab-gpus: the GPUs this process's items lease
+DOCKER_HOSTS = pytest.StashKey["tuple[DockerHost, ...]"]()  # --mlab-docker-hosts: the pool (empty: DOCKER_HOST)
+GPU_POOL = pytest.StashKey["GpuPool"]()  # --mlab-gpus: the GPUs this process's items lease
 
 
 def docker_hosts(config: pytest.Config, sandbox: str) -> tuple[DockerHost, ...]:
     """--mlab-docker-hosts: a malformed URL is a usage error before anything runs, and so are hosts
     for runs that would not use them; whether each host answers is asked by the first docker
     sandbox of each worker."""
+    from pytest_mlab.sandbox.docker.hosts import parse_hosts
+
     value, source = _value(config, "mlab_docker_hosts", None)
     hosts = parse_hosts(value, source)
     if hosts and sandbox != "docker":
@@ -154,6 +172,8 @@ def docker_hosts(config: pytest.Config, sandbox: str) -> tuple[DockerHost, ...]:
 
 def gpu_pool(config: pytest.Config, out_dir: Path) -> GpuPool:
     """--mlab-gpus: GPU indexes missing on this machine are a usage error before anything runs."""
+    from pytest_mlab.sandbox.gpus import GpuPool, parse_gpus
+
     return GpuPool.in_results(out_dir, parse_gpus(*_value(config, "mlab_gpus", "auto")))
 
 

@@ -15,7 +15,7 @@ from pytest_mlab.errors import MlabError
 from pytest_mlab.plugin.junit import attached_result
 from pytest_mlab.plugin.state import UNMET_PROPERTY, run_items
 from pytest_mlab.results.record import JudgedBy, RunIdentity, RunResult
-from pytest_mlab.results.recover import WORKER_INPUT, recovered_results
+from pytest_mlab.results.recover import recovered_results
 from pytest_mlab.sandbox.registry import fallback_notice, isolation_record, isolation_warning
 from pytest_mlab.spec.plan import Settings
 from pytest_mlab.spec.suffixes import SPEC_SUFFIXES
@@ -96,11 +96,6 @@ class ResultsReporter:
         unused = unused_llm_notice(config)
         if unused:
             terminal.write_line(unused, yellow=True, bold=True)
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node) -> None:
-        """pytest-xdist: each worker writes this session's id in the traces of the runs it carries out."""
-        node.workerinput[WORKER_INPUT] = self.session
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+import uuid
+from typing import TYPE_CHECKING, Any, Iterable
 
 import pytest
 
@@ -13,11 +14,23 @@ if TYPE_CHECKING:
 SETTINGS = pytest.StashKey["Settings"]()
 PROJECT = pytest.StashKey["Project"]()
 SESSION = pytest.StashKey[str]()  # the controller's id, shared by its workers: written in each run's trace
+ACTIVE = pytest.StashKey[bool]()  # the session uses pytest-mlab (see plugin/__init__.py's activate)
 MARKERS = pytest.StashKey[set]()  # marker names known to pytest's ini, plus the task tags registered so far
 TASKS_COLLECTED = pytest.StashKey[bool]()  # some Task spec was collected: the Agent and Action files are checked
 # the user property of an item skipped because this machine lacks what it needs (a key, data, a
 # package): it travels on the skip's report, so the controller can tell such skips from others
 UNMET_PROPERTY = "mlab_unmet_requirement"
+
+
+# the key under which the controller hands its session id to xdist workers (``workerinput``)
+WORKER_INPUT = "mlab_session"
+
+
+def session_id(workerinput: dict[str, Any] | None) -> str:
+    """The id the controller hands to its workers, or a new one on the controller (or alone)."""
+    if workerinput is not None and workerinput.get(WORKER_INPUT):
+        return str(workerinput[WORKER_INPUT])
+    return uuid.uuid4().hex
 
 
 def is_run_item(item: pytest.Item) -> bool:

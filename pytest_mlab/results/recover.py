@@ -9,23 +9,10 @@ and none of another session sharing the output folder.
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
-from typing import Any
 
 from pytest_mlab.outcomes import EndReason
 from pytest_mlab.results.record import JudgedBy, RunIdentity, RunResult
-
-# the key under which the controller hands its session id to xdist workers (``workerinput``)
-WORKER_INPUT = "mlab_session"
-
-
-def session_id(workerinput: dict[str, Any] | None) -> str:
-    """The id the controller hands to its workers, or a new one on the controller (or alone)."""
-    if workerinput is not None and workerinput.get(WORKER_INPUT):
-        return str(workerinput[WORKER_INPUT])
-    return uuid.uuid4().hex
-
 
 def recovered_results(out_dir: Path, session: str, *,
                       interrupted: bool) -> tuple[list[RunResult], list[RunResult]]:

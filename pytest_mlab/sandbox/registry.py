@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol
 
 from pytest_mlab.errors import UsageError
-from pytest_mlab.sandbox.base import Sandbox
 
 if TYPE_CHECKING:
+    from pytest_mlab.sandbox.base import Sandbox
     from pytest_mlab.sandbox.leftovers import Cleanup
 
 

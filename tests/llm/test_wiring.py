@@ -173,7 +173,21 @@ def test_the_key_check_is_asked_once_and_no_process_imports_litellm_without_a_ca
     expected = ["asked controller gpt-4", "started controller imported -",
                 *(f"{when} {who} imported -" for who in workers for when in ("started", "ended")),
                 *(f"collected {who} imported -" for who in collecting)]
-    assert sorted(probe.read_text().splitlines()) == sorted(expected)
+    assert sorted(_without_report_libraries(probe.read_text().splitlines())) == sorted(expected)
+
+
+def _without_report_libraries(lines: list[str]) -> list[str]:
+    """The controller's lines with pandas and matplotlib left out once runs were collected: it
+    imports them for its report in a background thread while the runs go on (results/report.py's
+    warm_up); every other process, and the controller before collection, imports neither."""
+    prefix = "collected controller imported "
+    kept = []
+    for line in lines:
+        if line.startswith(prefix):
+            rest = [name for name in line[len(prefix):].split(",") if name not in ("pandas", "matplotlib", "-")]
+            line = prefix + (",".join(rest) or "-")
+        kept.append(line)
+    return kept
 
 
 def test_an_agent_spec_naming_an_unroutable_model_skips_and_the_session_fails(pytester):

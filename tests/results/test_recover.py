@@ -14,7 +14,8 @@ from pytest_mlab.agents import Agent
 from pytest_mlab.llm import LLMError
 from pytest_mlab.plugin.reporter import ResultsReporter
 from pytest_mlab.results.record import RESULT_PROPERTY, RunIdentity, RunResult
-from pytest_mlab.results.recover import WORKER_INPUT, recovered_results, session_id
+from pytest_mlab.plugin.state import WORKER_INPUT, session_id
+from pytest_mlab.results.recover import recovered_results
 from pytest_mlab.results.resume import finished_result
 from pytest_mlab.runner import execute
 from pytest_mlab.spec.plan import Settings, compile_plans
