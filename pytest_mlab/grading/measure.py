@@ -10,18 +10,22 @@ agent's code declares ``metric.measure``; before its grader runs, this module
   subject's regular files) plus ``.mlab-measure/`` (the script, the module it imports,
   :mod:`pytest_mlab.in_sandbox.mlab_measure`, copies of the declared hidden inputs, an empty
   ``out/``). The environment adds only ``MLAB_MEASURE_PHASE`` to the sandbox's allow-list: no
-  hidden path, no key. Each sandbox is closed after its one execution, which ends every process
-  it started;
+  hidden path, no key) and ``MLAB_MEASURE_SEED``: the seed of the grading's test inputs, drawn
+  here for each grading (:func:`draw_seed`), unknown to the agent before, the same for every
+  execution of the grading, so the submission's outputs can be checked against the unchanged
+  starter's on the same inputs. Each sandbox is closed after its one execution, which ends every
+  process it started;
 - copies ``out/`` back (regular files only, opened without following links, at most
   ``measure.output_limit`` bytes and :data:`OUTPUT_FILES` files) to ``measured/<subject>/<n>/out/``
-  and writes ``measured/<subject>/<n>/exec.json``: return code, time-out, CPU seconds, the tail
-  of the output, and whether the copy was cut short;
+  and writes ``measured/<subject>/<n>/exec.json``: return code, time-out, CPU and wall-clock
+  seconds, the tail of the output, and whether the copy was cut short;
 - when the task is timed (``measure.timing.repeats``, a fixed number of rounds: :mod:`.timing`),
   runs the unchanged starter, the submission and an overhead execution (the script with ``MLAB_MEASURE_PHASE=overhead`` in a sandbox holding only
   ``.mlab-measure/``: no agent code runs there, it only does its imports) interleaved, in a
-  rotating order, and writes ``measured/timing.json``. CPU times come from the sandbox
-  (``ExecResult.cpu_time``: the kernel's or the cgroup's count, read from outside the sandbox's
-  processes), never from anything the agent's code can reach. Nothing that runs agent code is
+  rotating order, and writes ``measured/timing.json`` (with the grading's seed, ``inputs_seed``).
+  CPU times come from the sandbox (``ExecResult.cpu_time``: the kernel's or the cgroup's count,
+  read from outside the sandbox's processes), wall-clock times from the harness's clock around
+  each execution (``ExecResult.duration``), never from anything the agent's code can reach. Nothing that runs agent code is
   subtracted: the agent could inflate it.
 
 The grader decides what a failed measurement means; timing stops at the first failed execution
@@ -36,6 +40,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import stat
 import tempfile
 from dataclasses import dataclass, field
@@ -44,7 +49,7 @@ from pathlib import Path, PurePosixPath
 from pytest_mlab.data.cache import PreparedData
 from pytest_mlab.errors import GradingError
 from pytest_mlab.grading.measured import OVERHEAD, STARTER, SUBMISSION, TIMING_FILE
-from pytest_mlab.grading.timing import SLOW_BOUND, SLOW_GRACE_S, starter_reports_gpu_seconds
+from pytest_mlab.grading.timing import SLOW_BOUND, SLOW_GRACE_S, starter_ran_on_gpu
 from pytest_mlab.in_sandbox import mlab_measure
 from pytest_mlab.sandbox.base import ExecResult, Sandbox, SandboxOptions
 from pytest_mlab.sandbox.owner import owned_prefix
@@ -93,13 +98,19 @@ def measure(task: TaskSpec, store: SnapshotStore, snapshot_id: str, data: Prepar
     measured = Path(dest) / "measured"
     measured.mkdir(parents=True)
     with tempfile.TemporaryDirectory(prefix=owned_prefix("measure")) as scratch:
-        runner = _Runner(task, spec, data, kind, options, measured, Path(scratch))
+        runner = _Runner(task, spec, data, kind, options, measured, Path(scratch), draw_seed())
         submission = Subject(SUBMISSION, _snapshot_files(store, snapshot_id, Path(scratch) / "submission"))
         if spec.timing_repeats is None:
             runner.run(submission, 0)
         else:
             runner.timed(submission, Subject(STARTER, task.env_files()), spec.timing_repeats)
     return measured
+
+
+def draw_seed() -> int:
+    """A fresh seed for one grading's test inputs: from the operating system's randomness, so no
+    run, seed or file the agent saw can predict it."""
+    return secrets.randbits(63)
 
 
 def _snapshot_files(store: SnapshotStore, snapshot_id: str, folder: Path) -> tuple[tuple[Path, str], ...]:
@@ -114,8 +125,9 @@ class _Runner:
     """Executes the measure script once per call, each time in a fresh sandbox."""
 
     def __init__(self, task: TaskSpec, spec: Measure, data: PreparedData, kind: str, options: SandboxOptions,
-                 measured: Path, scratch: Path) -> None:
+                 measured: Path, scratch: Path, seed: int) -> None:
         self.task, self.spec, self.data, self.kind, self.options = task, spec, data, kind, options
+        self.seed = seed
         self.measured = measured
         self.script = PurePosixPath(spec.script).name
         self.data_files = data.public_files()
@@ -127,18 +139,17 @@ class _Runner:
         the first failure, or after a submission execution beyond the slow bound (:mod:`.timing`)."""
         subjects = {SUBMISSION: submission, STARTER: starter, OVERHEAD: Subject(OVERHEAD, data=False)}
         times: dict[str, list[float | None]] = {name: [] for name in ROTATION}
+        walls: dict[str, list[float]] = {name: [] for name in ROTATION}
         order: list[list[str]] = []
         stopped: str | None = None
         slow = False
         bound: tuple[float, float] | None = None  # the first starter execution's CPU and wall seconds
-        on_gpu = False  # the unchanged starter reports GPU seconds: start-up alone is never subtracted
+        on_gpu = False  # the unchanged starter says its work ran on a GPU: wall-clock seconds are compared
         for repeat in range(repeats):
             shift = repeat % len(ROTATION)
             this_round: list[str] = []
             order.append(this_round)
             for name in [*ROTATION[shift:], *ROTATION[:shift]]:
-                if name == OVERHEAD and on_gpu:
-                    continue
                 this_round.append(name)
                 limit = self.spec.timeout
                 if name == SUBMISSION and bound is not None:
@@ -146,6 +157,7 @@ class _Runner:
                 result = self.run(subjects[name], repeat, phase=OVERHEAD if name == OVERHEAD else "run",
                                   timeout=limit)
                 times[name].append(result.cpu_time)
+                walls[name].append(result.duration)
                 if name == SUBMISSION and bound is not None and _beyond_bound(result, limit, bound, on_gpu, self.spec.timeout):
                     slow = True
                     break
@@ -159,13 +171,14 @@ class _Runner:
                     break
                 if name == STARTER and bound is None:  # the first round's starter runs before anything else
                     bound = (result.cpu_time, result.duration)
-                    on_gpu = starter_reports_gpu_seconds(self.measured)
+                    on_gpu = starter_ran_on_gpu(self.measured)
             if stopped or slow:
                 break
         _write_json(self.measured / TIMING_FILE, {"unit": "cpu_seconds", "repeats": len(order), **times,
                                                      "order": order, "complete": stopped is None,
                                                      "stopped": stopped, "slow": slow, "slow_bound": SLOW_BOUND,
-                                                     "gpu_seconds": on_gpu})
+                                                     "on_gpu": on_gpu, "wall_seconds": walls,
+                                                     "inputs_seed": self.seed})
 
     def run(self, subject: Subject, index: int, *, phase: str = "run", timeout: float | None = None) -> ExecResult:
         """One execution in a fresh sandbox, within ``timeout`` seconds (the task's measure timeout
@@ -177,13 +190,14 @@ class _Runner:
             self._populate(sandbox, subject)
             result = sandbox.exec([sandbox.python, f"{MEASURE_DIR}/{self.script}", f"{MEASURE_DIR}/inputs",
                                    f"{MEASURE_DIR}/out"], timeout=timeout, output_limit=EXEC_OUTPUT_LIMIT,
-                                  env={mlab_measure.PHASE_VARIABLE: phase})
+                                  env={mlab_measure.PHASE_VARIABLE: phase,
+                                       mlab_measure.SEED_VARIABLE: str(self.seed)})
             sandbox.sync_out()
             copied = copy_regular_tree(sandbox.workspace, f"{MEASURE_DIR}/out", folder / "out",
                                        max_bytes=self.spec.output_limit, max_files=OUTPUT_FILES)
         _write_json(folder / "exec.json", {
             "subject": subject.name, "phase": phase, "returncode": result.returncode, "timed_out": result.timed_out,
-            "timeout": timeout, "cpu_time": result.cpu_time,
+            "timeout": timeout, "cpu_time": result.cpu_time, "wall_time": result.duration,
             "output_tail": (result.stdout + result.stderr)[-OUTPUT_TAIL:],
             "truncated": copied.truncated is not None, "truncated_reason": copied.truncated,
             "skipped": copied.skipped[:100]})

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from pytest_mlab.errors import InvalidSubmission
+from pytest_mlab.errors import GradingError, InvalidSubmission
 from pytest_mlab.in_sandbox.mlab_measure import RESULT
 
 SUBMISSION, STARTER, OVERHEAD = "submission", "starter", "overhead"  # the subjects of executions
@@ -119,6 +119,21 @@ def saved_arrays(measured: Path, *, source: str, what: str, stages: dict[str, st
             raise InvalidSubmission(f"{source}: {stages[result['error']]} {result.get('detail', '')}".rstrip())
         where = f" (timed {unit} {run.index + 1} of {len(runs)})" if len(runs) > 1 else ""
         yield load_array(run.out / name, label), where
+
+
+def starter_array(measured: Path, name: str = "output.npy"):
+    """The array the unchanged starter's first execution saved as ``name``: what the submission's
+    outputs are checked against, computed on the same inputs, drawn at this grading (see
+    :mod:`pytest_mlab.in_sandbox.mlab_measure`), so no output can be known ahead. The starter
+    runs no agent code; an array it did not save is a broken grading, not the agent's failure."""
+    runs = executions(measured, STARTER)
+    if not runs or runs[0].result() is None or "error" in (runs[0].result() or {}):
+        raise GradingError(f"the unchanged starter's measurement reported no result to compare with "
+                           f"({runs[0].failure('the starter execution') if runs else 'it did not run'})")
+    try:
+        return load_array(runs[0].out / name, "the unchanged starter")
+    except InvalidSubmission as error:
+        raise GradingError(str(error)) from None
 
 
 def stopped_as_slow(measured: Path) -> bool:

@@ -35,13 +35,17 @@ grading is thus bounded by the starter's: a slow submission costs one starter ex
 one execution of at most SLOW_BOUND starter times (plus the grace); any other, ``repeats``
 rounds of at most 1 + SLOW_BOUND starter times plus start-up.
 
-Work on a GPU is not in the CPU count. When the unchanged starter's executions report the
-wall-clock seconds of their GPU work (:data:`GPU_SECONDS`, measured by the measure script with
-the GPU synchronised; no agent code runs in them, so they decide), those seconds replace the CPU
-times of the submission and the starter, with nothing to subtract: they cover the timed calls
-only, so the measure step skips the start-up executions once the first starter has reported. The
-submission's own report comes from the process its code ran in (see
-:mod:`pytest_mlab.in_sandbox.mlab_measure`).
+Work on a GPU is not in the CPU count. When the unchanged starter's executions say their work ran
+on a GPU (``on_gpu`` in their result.json; no agent code runs in them, so they decide), the
+wall-clock seconds of every execution replace the CPU seconds, in the same formula: the
+harness's own clock around each whole execution (``ExecResult.duration``), from the sandbox's
+start of the process to its end. Every output must be on the host's side of the process before
+it ends, so the GPU's work is inside that span; nothing the measured process does or reports
+can shorten it. A time the process measures itself (CUDA events, a stopwatch) is never read: the
+agent's code runs in that process and could replace any clock or object in it. The cost of
+this: the span holds start-up and loading the model too, in the submission's and the starter's
+executions alike, and the start-up execution subtracts only the imports, so on a GPU the
+relative time is pulled towards 1.0 by loading (docs/fidelity.md).
 """
 
 from __future__ import annotations
@@ -52,11 +56,10 @@ from pathlib import Path
 
 from pytest_mlab.errors import GradingError, InvalidSubmission
 from pytest_mlab.grading.measured import OVERHEAD, STARTER, SUBMISSION, TIMING_FILE, executions, finite_positive
+from pytest_mlab.in_sandbox.mlab_measure import ON_GPU
 
 #: Smallest CPU time (seconds) the submission's own work counts as: below the start-up noise.
 MIN_WORK_S = 0.01
-#: The key of result.json for the seconds a measure script timed on a GPU (mlab_measure.Stopwatch).
-GPU_SECONDS = "gpu_seconds"
 #: The relative time of a submission too slow to measure further (see the module's docstring).
 SLOW_BOUND = 4.0
 #: Seconds added to SLOW_BOUND times the starter's wall-clock time before a submission's
@@ -66,7 +69,8 @@ SLOW_GRACE_S = 10.0
 
 @dataclass(frozen=True)
 class Timing:
-    """CPU seconds of every timed execution, as the harness measured them, round by round;
+    """Seconds of every timed execution (CPU, or wall-clock on a GPU), as the harness measured them,
+    round by round;
     ``slow``: the submission passed :data:`SLOW_BOUND` and was measured once."""
 
     repeats: int
@@ -85,19 +89,10 @@ class Timing:
         work = max(min(self.submission) - start_up, MIN_WORK_S)
         starter_work = min(self.starter) - start_up
         if starter_work <= 0:
-            raise GradingError(f"the unchanged starter took no more CPU time than start-up alone "
+            raise GradingError(f"the unchanged starter took no more time than start-up alone "
                                f"(starter {min(self.starter):.3f} s, start-up {start_up:.3f} s): "
                                f"the task's measure script does not time the starter's work")
         return min(work / starter_work, SLOW_BOUND)
-
-
-def _timing(cpu: dict[str, tuple[float, ...]], gpu: dict[str, tuple[float, ...]] | None) -> Timing:
-    """The executions' times as compared: the GPU seconds where the starter reports them, with
-    nothing subtracted; otherwise the CPU seconds."""
-    if gpu is not None:
-        rounds = len(gpu[STARTER])
-        return Timing(rounds, gpu[SUBMISSION], gpu[STARTER], (0.0,) * rounds)
-    return Timing(len(cpu[STARTER]), cpu[SUBMISSION], cpu[STARTER], cpu[OVERHEAD])
 
 
 def read_timing(measured: Path, what: str) -> Timing:
@@ -112,32 +107,24 @@ def read_timing(measured: Path, what: str) -> Timing:
         raise GradingError(f"the measure step stopped before timing every execution: {record.get('stopped')}")
     if record.get("slow"):  # one execution of the submission, beyond the bound: nothing to divide
         return Timing(repeats, (), (), (), slow=True)
-    on_gpu = starter_reports_gpu_seconds(measured)
+    on_gpu = starter_ran_on_gpu(measured)
+    kind = "wall-clock time" if on_gpu else "CPU time"
     values: dict[str, tuple[float, ...]] = {}
-    for name in (SUBMISSION, STARTER) if on_gpu else (SUBMISSION, STARTER, OVERHEAD):
-        times = record.get(name) or []
+    for name in (SUBMISSION, STARTER, OVERHEAD):
+        times = ((record.get("wall_seconds") or {}) if on_gpu else record).get(name) or []
         if len(times) != repeats:
             raise GradingError(f"the measure step timed the {name} {len(times)} times, not {repeats}")
         if None in times:
-            raise GradingError(f"the sandbox reported no CPU time for the {name}: this backend cannot time "
+            raise GradingError(f"the sandbox reported no {kind} for the {name}: this backend cannot time "
                                f"measurements here")
-        values[name] = _durations(name, times, what, "CPU time", "measured")
-    return _timing(values, _gpu_seconds(measured, what))
+        values[name] = _durations(name, times, what, kind, "measured")
+    return Timing(repeats, values[SUBMISSION], values[STARTER], values[OVERHEAD])
 
 
-def starter_reports_gpu_seconds(measured: Path) -> bool:
-    """Whether the unchanged starter's executions so far report GPU seconds: its work ran on a GPU."""
-    return any(GPU_SECONDS in (execution.result() or {}) for execution in executions(measured, STARTER))
-
-
-def _gpu_seconds(measured: Path, what: str) -> dict[str, tuple[float, ...]] | None:
-    """The GPU seconds every execution reported, when the starter's did (see the module's
-    docstring); None when the starter's report none: the work ran on the CPU."""
-    if not starter_reports_gpu_seconds(measured):
-        return None
-    return {name: _durations(name, [(execution.result() or {}).get(GPU_SECONDS) for execution in
-                                    executions(measured, name)], what, "GPU time", "reported")
-            for name in (SUBMISSION, STARTER)}
+def starter_ran_on_gpu(measured: Path) -> bool:
+    """Whether the unchanged starter's executions so far say their work ran on a GPU; what the
+    submission's executions say is never read."""
+    return any((execution.result() or {}).get(ON_GPU) is True for execution in executions(measured, STARTER))
 
 
 def _durations(name: str, times: list, what: str, kind: str, how: str) -> tuple[float, ...]:

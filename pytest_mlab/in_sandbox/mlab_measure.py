@@ -16,13 +16,15 @@ module uses the standard library only and is imported by its copy's name::
 
 Everything the script reports is plain data in ``out``: ``result.json`` (written by
 :func:`finish`) and the files the script saves. Code of the agent runs in the same process and
-could write these files too; the grader on the host therefore checks them strictly and never
-trusts them for anything the agent could gain from (timing is measured by the harness).
+could write these files too, or replace anything this module holds; the grader on the host
+therefore checks them strictly and never trusts them for anything the agent could gain from:
+no time this process reports is ever read. Timing, on a CPU and on a GPU alike, is measured by
+the harness from outside the process (see :mod:`pytest_mlab.grading.timing`).
 
-The one exception is work that runs on a GPU, which the sandbox's CPU count does not see: the
-script times it itself with a :class:`Stopwatch` made before the agent's code is imported, and
-passes ``gpu_seconds=stopwatch.seconds`` to :func:`finish`. Code in the same process could alter
-that count; the grader uses it only when the unchanged starter's executions report one too.
+Test inputs that the agent must not know ahead are drawn at grading: :func:`grading_seed` is a
+fresh random number for each grading, the same for every execution of that grading (so the
+submission's outputs can be compared with the unchanged starter's on the same inputs), passed
+to this process only and recorded by the harness after grading.
 """
 
 from __future__ import annotations
@@ -31,14 +33,15 @@ import importlib
 import json
 import os
 import sys
-import time
 import traceback
-from typing import Callable
 
 RESULT = "result.json"
 FAILED = 1  # exit status after :func:`failure`: a timed measurement stops there
 PHASE_VARIABLE = "MLAB_MEASURE_PHASE"
-_CLOCK = time.perf_counter  # bound when the measure script imports this module, before any agent code
+SEED_VARIABLE = "MLAB_MEASURE_SEED"
+#: The key of result.json by which a measure script says its work ran on a GPU; only the unchanged
+#: starter's executions are believed (:func:`pytest_mlab.grading.timing.starter_ran_on_gpu`).
+ON_GPU = "on_gpu"
 _THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
                      "VECLIB_MAXIMUM_THREADS")
 
@@ -67,25 +70,13 @@ def import_workspace(name: str):
     return importlib.import_module(name)
 
 
-class Stopwatch:
-    """Wall-clock seconds spent inside ``with stopwatch:`` blocks, for work queued on a GPU.
-
-    ``synchronize`` (``torch.cuda.synchronize``, taken before the agent's code is imported) waits
-    for the GPU before each reading, so the work a block queued is counted in that block."""
-
-    def __init__(self, synchronize: Callable[[], object]) -> None:
-        self._synchronize = synchronize
-        self._started = 0.0
-        self.seconds = 0.0
-
-    def __enter__(self) -> "Stopwatch":
-        self._synchronize()
-        self._started = _CLOCK()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._synchronize()
-        self.seconds += _CLOCK() - self._started
+def grading_seed() -> int:
+    """The seed of this grading's test inputs: drawn by the harness when the grading began, unknown
+    to the agent until then, the same for every execution of the grading."""
+    value = os.environ.get(SEED_VARIABLE, "")
+    if not value.isdigit():
+        sys.exit(f"{SEED_VARIABLE} is not set: the harness passes the grading's seed to measure scripts")
+    return int(value)
 
 
 def finish(out: str, **result) -> None:

@@ -2,28 +2,28 @@
 relative to the unchanged starter's, and whether it still generates the same text.
 
 The agent's code never runs here. The measure step (measure.py, in the run's sandbox) imports
-inference.py, calls ``load_model()`` and runs ``generate(model, input_ids)`` once on every
-hidden batch of prompts, in a fresh process and sandbox for each of ``timing.repeats``
-repeats, interleaved with the unchanged starter's inference.py and with start-up alone
-(imports). On a CPU the harness counts each process's CPU seconds from outside (CPU time barely
-moves when other work shares the machine; loading the model is counted too). With a GPU the
-measure script reports the wall-clock seconds of the ``generate`` calls alone, the GPU
-synchronised. Score: the relative time of pytest_mlab.grading.timing (1.0 = the starter's
-speed, lower is better).
+inference.py, calls ``load_model()`` and runs ``generate(model, input_ids)`` once on every batch
+of prompts drawn from the grading's seed (fresh at each grading), in a fresh process and sandbox
+for each of ``timing.repeats`` repeats, interleaved with the unchanged starter's inference.py on
+the same prompts and with start-up alone (imports). The harness times each whole process from
+outside: CPU seconds on a CPU (CPU time barely moves when other work shares the machine), and
+wall-clock seconds when the starter ran on a GPU; loading the model is counted too. Score: the
+relative time of pytest_mlab.grading.timing (1.0 = the starter's speed, lower is better).
 
 Every output of every repeat must be the prompts followed by the right number of new tokens,
-and at least MIN_AGREEMENT of the new tokens must equal the model's plain greedy continuation:
-a faster generate must still generate the same text (small numeric differences may flip a few
-tokens).
+and at least MIN_AGREEMENT of the new tokens must equal the unchanged starter's plain greedy
+continuation of the same prompts: a faster generate must still generate the same text (small
+numeric differences may flip a few tokens).
 """
 
 from __future__ import annotations
 
+import json
 import pathlib
 
 import numpy as np
 
-from pytest_mlab.task_api import InvalidSubmission, relative_time, saved_arrays
+from pytest_mlab.task_api import InvalidSubmission, relative_time, saved_arrays, starter_array
 
 MIN_AGREEMENT = 0.9
 
@@ -58,8 +58,9 @@ def score(workspace: pathlib.Path, answers: pathlib.Path, measured: pathlib.Path
     if not (workspace / "inference.py").is_file():
         raise InvalidSubmission("inference.py: file not found in the workspace; the grader imports "
                                 "load_model() and generate() from it")
-    with np.load(answers / "prompts.npz") as case:
-        prompts, expected = case["input_ids"], case["expected"]
+    context = json.loads((answers / "prompts_config.json").read_text(encoding="utf-8"))["context"]
+    expected = starter_array(measured)[0]  # the unchanged starter's first pass, on this grading's prompts
+    prompts = expected[..., :context]
     what = (f"the measurement process (import inference, load_model() and generate on {prompts.shape[0]} "
             f"batches of prompts)")
     for output, where in saved_arrays(measured, source="inference.py", what=what, stages=_STAGES,

@@ -1,20 +1,22 @@
 """Measure step of the llama-inference task. Runs INSIDE the run's sandbox, never in the grader.
 
-Phase "run": load the hidden prompts, import inference.py from the workspace, call
-``load_model()`` once, then ``generate(model, input_ids)`` on every batch of prompts, PASSES
-times over, and save every output (out/output.npy: int64 token ids of shape
-(PASSES, batches, batch size, context + new tokens), no pickles) for the grader to check.
+Phase "run": draw the prompts from the grading's seed (fresh for each grading, the same for the
+starter's and the submission's executions; the shape and vocabulary come from the hidden
+prompts_config.json), import inference.py from the workspace, call ``load_model()`` once, then
+``generate(model, input_ids)`` on every batch of prompts, PASSES times over, and save every
+output (out/output.npy: int64 token ids of shape (PASSES, batches, batch size, context + new
+tokens), no pickles) for the grader to check against the unchanged starter's.
 Phase "overhead": the same imports (numpy, torch, the transformers classes that loading a LLaMA
 model and generating with it import), nothing else; no code of the workspace runs.
 
-On a CPU the harness times each whole process from outside (CPU seconds, as the sandbox counts
-them) and subtracts the overhead process's time; nothing this process or inference.py reports is
-a time. With a GPU, whose work that count does not see, this script adds up the wall-clock time
-of the ``generate`` calls alone, the GPU synchronised before and after each, with a stopwatch made
-before inference.py is imported, and reports it (``gpu_seconds``); loading the model is not timed.
+The harness times each whole process from outside and subtracts the overhead process's time:
+CPU seconds, as the sandbox counts them, on a CPU; wall-clock seconds, by the harness's clock,
+when the starter's executions say they ran on a GPU (``on_gpu``), whose work the CPU count does
+not see. Nothing this process or inference.py reports is a time: the agent's code runs here and
+could change any clock of this process.
 """
 
-import contextlib
+import json
 import os
 
 import mlab_measure
@@ -36,10 +38,12 @@ from transformers import (  # noqa: E402,F401
 torch.set_num_threads(1)
 if mlab_measure.overhead_phase():
     mlab_measure.finish(out)
-on_gpu = torch.cuda.is_available()
-timer = mlab_measure.Stopwatch(torch.cuda.synchronize) if on_gpu else contextlib.nullcontext()
-
-prompts = np.load(os.path.join(inputs, "prompts_inputs.npy"), allow_pickle=False)
+with open(os.path.join(inputs, "prompts_config.json"), encoding="utf-8") as handle:
+    config = json.load(handle)
+rng = np.random.default_rng(mlab_measure.grading_seed())  # before any code of the workspace runs
+vocabulary = np.setdiff1d(np.arange(config["vocab_size"]), config["special_ids"])
+prompts = rng.choice(vocabulary, size=(config["batches"], config["batch"], config["context"])).astype(np.int64)
+prompts[..., 0] = config["bos_token_id"]
 try:
     inference = mlab_measure.import_workspace("inference")
     model, _ = inference.load_model()
@@ -52,8 +56,7 @@ for _ in range(PASSES):
     for batch in prompts:
         input_ids = torch.from_numpy(batch.copy())
         try:
-            with timer:
-                output = generate(model, input_ids)
+            output = generate(model, input_ids)
         except BaseException:
             mlab_measure.failure(out, "generate", "inference.py")
         try:
@@ -66,4 +69,4 @@ try:
 except BaseException:
     mlab_measure.failure(out, "output", "inference.py")
 np.save(os.path.join(out, "output.npy"), stacked, allow_pickle=False)
-mlab_measure.finish(out, passes=PASSES, **({"gpu_seconds": timer.seconds} if on_gpu else {}))
+mlab_measure.finish(out, passes=PASSES, **{mlab_measure.ON_GPU: torch.cuda.is_available()})

@@ -1,22 +1,23 @@
 """Data for the llama-inference task: a LLaMA model, WikiText text, hidden prompts to time.
 
 public/llama-7b/        config.json, weights, tokenizer files (``from_pretrained`` loads it)
-public/wikitext/test.txt  WikiText-103 test text, one row of the dataset per line, less the
-                        rows the hidden prompts come from
-hidden/prompts.npz      ``input_ids`` (batches, batch size, context) generate is timed on, and
-                        ``expected`` (the same with the greedy continuation) its output must match:
-                        the grader's
-hidden/prompts_inputs.npy  the same ``input_ids`` alone: the measure step's input
-                        (``metric.measure.inputs``), the only hidden file that reaches a sandbox
+public/wikitext/test.txt  WikiText-103 test text, one row of the dataset per line: all of it,
+                        as the original's script reads it
+hidden/prompts_config.json  the shape of the timed prompts (BATCHES, BATCH, CONTEXT) and the
+                        tokenizer's vocabulary (its size, its special ids, BOS): the measure step's
+                        only input (``metric.measure.inputs``)
 
-Prompts are chosen as the original task's script chose them: every row of the text, tokenized
-and cut at CONTEXT tokens (the tokenizer's BOS first), is kept if it reaches CONTEXT tokens; the
-first BATCHES * BATCH kept rows are the prompts, in order. ``full`` applies that rule to the
-WikiText-103 test split, so its prompts are the original's 100 batches exactly; those rows are
-taken out of the agent's copy of the text, so that no answer can be computed ahead. ``mini`` does
-the same on generated wiki-like text, for a small randomly initialised LlamaForCausalLM (same
-architecture, 4 layers of width 320) with a word-level tokenizer: the same number and shape of
-prompts, for a model thousands of times cheaper.
+The agent's script makes its prompts as the original's did: every row of the text, tokenized and
+cut at CONTEXT tokens (the tokenizer's BOS first), is kept if it reaches CONTEXT tokens; the first
+BATCHES * BATCH kept rows are its prompts, in order: on ``full`` the original's 100 batches
+exactly. The timed prompts are not those, nor any rows of a text: the measure step draws them at
+each grading from a fresh seed (``mlab_measure.grading_seed``), BOS then CONTEXT - 1 tokens of
+the vocabulary, the same shape; the grader checks the submission's output against the unchanged
+starter's on the same draw, so no answer can be computed ahead. The time of a forward pass of
+fixed shape does not depend on which tokens fill it. ``mini`` is generated wiki-like text, for a
+small randomly initialised LlamaForCausalLM (same architecture, 4 layers of width 320) with a
+word-level tokenizer: the same number and shape of prompts, for a model thousands of times
+cheaper.
 """
 
 from __future__ import annotations
@@ -97,34 +98,24 @@ def _prompt_rows(rows: list[str], tokenizer, count: int) -> tuple[np.ndarray, li
 
 
 def _write(public: pathlib.Path, hidden: pathlib.Path, rows: list[str]) -> None:
-    """Hidden prompts from ``rows`` with the greedy continuation of the model in public/llama-7b/,
-    and the other rows as the agent's text."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    """``rows`` as the agent's text (checked to hold the starter's prompts) and the shape and
+    vocabulary of the prompts the measure step draws, for the tokenizer in public/llama-7b/."""
+    from transformers import AutoTokenizer
 
-    from pytest_mlab.task_api import save_npz
-
-    folder = public / MODEL_DIR
-    prompts, used = _prompt_rows(rows, AutoTokenizer.from_pretrained(folder), BATCHES * BATCH)
-    prompts = prompts.reshape(BATCHES, BATCH, CONTEXT)
+    tokenizer = AutoTokenizer.from_pretrained(public / MODEL_DIR)
+    _prompt_rows(rows, tokenizer, BATCHES * BATCH)  # the agent's script must find its 100 batches
     (public / "wikitext").mkdir(parents=True, exist_ok=True)
-    taken = set(used)
-    (public / TEXT).write_text("".join(row for index, row in enumerate(rows) if index not in taken))
-
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    model = AutoModelForCausalLM.from_pretrained(folder).to(device).eval()
-    with torch.no_grad():
-        expected = np.stack([model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
-                                            max_length=CONTEXT + NEW_TOKENS).cpu().numpy()
-                             for ids in torch.from_numpy(prompts).to(device)])
-    save_npz(hidden / "prompts.npz", input_ids=prompts, expected=expected,
-             config=np.array(json.dumps({"new_tokens": NEW_TOKENS})))
-    np.save(hidden / "prompts_inputs.npy", prompts, allow_pickle=False)
+    (public / TEXT).write_text("".join(rows))
+    hidden.mkdir(parents=True, exist_ok=True)
+    config = {"batches": BATCHES, "batch": BATCH, "context": CONTEXT, "new_tokens": NEW_TOKENS,
+              "vocab_size": len(tokenizer), "bos_token_id": tokenizer.bos_token_id,
+              "special_ids": sorted(set(tokenizer.all_special_ids))}
+    (hidden / "prompts_config.json").write_text(json.dumps(config, sort_keys=True) + "\n")
 
 
 def mini(public: pathlib.Path, hidden: pathlib.Path, seed: int) -> None:
     public, hidden = pathlib.Path(public), pathlib.Path(hidden)
-    rows = _rows(np.random.default_rng(seed), 520)  # about 500 reach CONTEXT tokens: 400 prompts, 100 shown
+    rows = _rows(np.random.default_rng(seed), 520)  # about 500 reach CONTEXT tokens: the starter's 400 prompts
     _small_llama(rows, public / MODEL_DIR, seed)
     _write(public, hidden, rows)
 

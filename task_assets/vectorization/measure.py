@@ -1,8 +1,10 @@
 """Measure step of the vectorization task. Runs INSIDE the run's sandbox, never in the grader.
 
-Phase "run": load the hidden inputs, import train.py from the workspace, build Conv2DLayer with
-the hidden kernel and bias, call forward once on the hidden batch, and save its output
-(out/output.npy, float64, no pickles) for the grader to compare with the expected output.
+Phase "run": read the layer's configuration (the hidden conv_config.json), draw the batch, the
+kernel and the bias from the grading's seed (fresh for each grading, the same for the starter's
+and the submission's executions), import train.py from the workspace, build Conv2DLayer with
+that kernel and bias, call forward once on that batch, and save its output (out/output.npy,
+float64, no pickles) for the grader to compare with the unchanged starter's.
 Phase "overhead": the same imports, nothing else; no code of the workspace runs.
 
 The harness times each whole process from outside (CPU seconds, as the sandbox counts them) and
@@ -23,9 +25,13 @@ import numpy as np  # noqa: E402
 if mlab_measure.overhead_phase():
     mlab_measure.finish(out)
 
-with np.load(os.path.join(inputs, "conv_inputs.npz"), allow_pickle=False) as case:
-    features, kernel, bias = case["features"], case["kernel"], case["bias"]
-    config = json.loads(str(case["config"]))
+with open(os.path.join(inputs, "conv_config.json"), encoding="utf-8") as handle:
+    config = json.load(handle)
+rng = np.random.default_rng(mlab_measure.grading_seed())  # before any code of the workspace runs
+features = rng.standard_normal(config["batch_shape"])
+kernel = rng.standard_normal((config["kernel_size"], config["kernel_size"], config["batch_shape"][3],
+                              config["num_filters"]))
+bias = rng.standard_normal((1, 1, 1, config["num_filters"]))
 args = (config["batch_shape"][3], config["num_filters"], config["kernel_size"], config["stride"], config["padding"],
         config["activation"])
 

@@ -137,10 +137,11 @@ def timed_task(root: Path, *, repeats: int = 3) -> TinyTask:
 
 def measured_folder(root: Path, *, submission, starter, overhead, complete: bool = True,
                     failed: tuple[str, int, int | None] | None = None, stopped: str | None = None,
-                    slow: bool = False) -> Path:
+                    slow: bool = False, walls: dict[str, list] | None = None) -> Path:
     """A measured/ folder as the measure step writes it; ``failed``: (subject, index, returncode)
     of the execution that stopped the measurement (None: it timed out); ``slow``: stopped at the
-    slow bound."""
+    slow bound; ``walls``: the wall-clock seconds of each subject's executions (by default the
+    CPU seconds)."""
     measured = root / "measured"
     times = {"submission": submission, "starter": starter, "overhead": overhead}
     for name, values in times.items():
@@ -156,7 +157,7 @@ def measured_folder(root: Path, *, submission, starter, overhead, complete: bool
                 "truncated": False, "truncated_reason": None, "skipped": []}))
     (measured / "timing.json").write_text(json.dumps({"unit": "cpu_seconds", "repeats": 3, **times, "order": [],
                                                       "complete": complete, "stopped": stopped,
-                                                      "slow": slow}))
+                                                      "slow": slow, "wall_seconds": walls or times}))
     return measured
 
 

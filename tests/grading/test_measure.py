@@ -222,24 +222,43 @@ GPU_REPORT = HEADER + textwrap.dedent('''
         mlab_measure.finish(out)
     sys.path.insert(0, os.getcwd())
     import work
-    seconds = getattr(work, "SECONDS", None)
-    mlab_measure.finish(out, **({} if seconds is None else {"gpu_seconds": seconds}))
+    mlab_measure.finish(out, **work.REPORT)
 ''')
 
 
-@pytest.mark.parametrize("starter, expected_overheads", [("SECONDS = 2.0\n", 0), ("\n", 3)])
-def test_start_up_is_not_timed_once_the_starter_reports_gpu_seconds(tmp_path, starter, expected_overheads):
-    """On a GPU nothing is subtracted, so start-up executions would only cost time; the starter's
-    first execution, which runs before the first start-up execution, decides."""
+@pytest.mark.parametrize("starter, on_gpu", [("REPORT = {'on_gpu': True}\n", True), ("REPORT = {}\n", False)])
+def test_the_starter_alone_says_whether_wall_clock_seconds_are_compared(tmp_path, starter, on_gpu):
+    """The starter's first execution decides; start-up is timed either way, and the harness's
+    wall-clock seconds of every execution are recorded beside the CPU seconds."""
     task = tiny_task(tmp_path, GPU_REPORT, starter={"work.py": starter}, repeats=3)
-    measured = task.measure("local", {"work.py": "SECONDS = 0.5\n"})
+    measured = task.measure("local", {"work.py": "REPORT = {'on_gpu': True, 'gpu_seconds': 1e-9}\n"})
     timing = json.loads((measured / "timing.json").read_text())
-    assert len(timing["overhead"]) == expected_overheads and len(executions(measured, "overhead")) == expected_overheads
-    assert timing["gpu_seconds"] is (expected_overheads == 0) and timing["complete"]
-    assert sum(round_.count("overhead") for round_ in timing["order"]) == expected_overheads
-    assert [len(timing[name]) for name in ("submission", "starter")] == [3, 3]
-    if expected_overheads == 0:
-        assert relative_time(measured, "work.py") == pytest.approx(0.25)
+    assert timing["on_gpu"] is on_gpu and timing["complete"]
+    for name in ("submission", "starter", "overhead"):
+        assert len(timing[name]) == len(timing["wall_seconds"][name]) == 3
+        assert all(wall > 0 for wall in timing["wall_seconds"][name])
+        assert [run.result() is not None for run in executions(measured, name)] == [True] * 3
+
+
+def test_every_grading_draws_its_own_seed_and_passes_it_to_every_execution(tmp_path):
+    """The same seed for the starter and the submission (their outputs are compared), a new one at
+    the next grading, recorded in timing.json once graded, and in no file the subjects are given."""
+    task = tiny_task(tmp_path, script('''
+        if not mlab_measure.overhead_phase():
+            json.dump({"seed": mlab_measure.grading_seed(), "files": sorted(os.listdir("."))},
+                      open(os.path.join(out, "seed.json"), "w"))
+    '''), starter={"work.py": ""}, repeats=2)
+    seeds = []
+    for _ in range(2):
+        measured = task.measure("local", {"work.py": ""})
+        timing = json.loads((measured / "timing.json").read_text())
+        seen = {saved(measured, "seed.json", name, index)["seed"] for name in ("submission", "starter")
+                for index in range(2)}
+        assert seen == {timing["inputs_seed"]}
+        files = saved(measured, "seed.json")["files"]
+        assert files == [".mlab-measure", "work.py"]
+        seeds.append(timing["inputs_seed"])
+    assert seeds[0] != seeds[1]
 
 
 def test_timing_stops_at_the_first_failed_execution(tmp_path):

@@ -18,6 +18,25 @@ def test_relative_time_subtracts_start_up_from_the_fastest_of_each(tmp_path):
     assert relative_time(measured, "work.py") == pytest.approx((0.7 - 0.2) / (2.2 - 0.2))
 
 
+def report(measured, subject: str, result: dict) -> None:
+    """What the measured process wrote to result.json, in each of its executions."""
+    for run in executions(measured, subject):
+        (run.out / "result.json").write_text(json.dumps(result))
+
+
+@pytest.mark.parametrize("starter_on_gpu", [True, False])
+def test_on_a_gpu_the_harness_wall_clock_decides_and_nothing_the_submission_reports(tmp_path, starter_on_gpu):
+    """The starter says it ran on a GPU: the harness's wall-clock seconds are compared, start-up
+    subtracted; the submission's own claims (a GPU time, a GPU of its own) are never read."""
+    measured = measured_folder(tmp_path, submission=[50.0] * 3, starter=[40.0] * 3, overhead=[5.0] * 3,
+                               walls={"submission": [9.0, 7.0, 8.0], "starter": [12.0, 13.0, 14.0],
+                                      "overhead": [2.0, 3.0, 2.5]})
+    report(measured, "submission", {"on_gpu": True, "gpu_seconds": 1e-9})
+    report(measured, "starter", {"on_gpu": starter_on_gpu})
+    expected = (7.0 - 2.0) / (12.0 - 2.0) if starter_on_gpu else (50.0 - 5.0) / (40.0 - 5.0)
+    assert relative_time(measured, "inference.py") == pytest.approx(expected)
+
+
 def test_the_starter_scores_one():
     assert Timing(3, (2.0, 2.1, 2.2), (2.0, 2.3, 2.1), (0.1, 0.1, 0.1)).relative == pytest.approx(1.0)
 
@@ -30,7 +49,7 @@ def test_work_below_the_resolution_counts_as_the_floor(submission):
 
 
 def test_a_starter_no_slower_than_start_up_is_a_grading_error():
-    with pytest.raises(GradingError, match="the unchanged starter took no more CPU time than start-up alone"):
+    with pytest.raises(GradingError, match="the unchanged starter took no more time than start-up alone"):
         Timing(1, (1.0,), (0.2,), (0.3,)).relative
 
 

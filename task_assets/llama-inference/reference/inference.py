@@ -24,8 +24,8 @@ average generation time per batch, which, with one new token for all the prompts
 once, is the time per generated token.
 
 For the score, the harness imports this file, calls ``load_model()`` once, then times
-``generate(model, input_ids)`` on hidden batches of prompts of the same shape (on a GPU, the
-generate calls alone), against the original file (see evaluation_details.txt).
+``generate(model, input_ids)`` on batches of prompts of the same shape drawn at random at each
+grading, against the original file (see evaluation_details.txt).
 """
 
 import time
