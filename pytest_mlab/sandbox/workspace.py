@@ -110,6 +110,17 @@ def _open_writable(name: str, dir_fd: int) -> int:
     return child
 
 
+@contextmanager
+def scratch_folder(kind: str) -> Iterator[Path]:
+    """A temp folder named for this process (swept if it dies), removed with :func:`remove_tree`
+    (whatever depth code run in it left), unlike ``tempfile.TemporaryDirectory``."""
+    path = Path(tempfile.mkdtemp(prefix=owned_prefix(kind)))
+    try:
+        yield path
+    finally:
+        remove_tree(path)
+
+
 class LinkedData:
     """The data files hard-linked into the workspace, by path and by inode."""
 
