@@ -59,6 +59,12 @@ class HostLost(SandboxError):
     failure, not the agent's; the run keeps its trace up to the last step and --mlab-resume runs it again."""
 
 
+class WorkspaceOverLimits(MlabError):
+    """The agent's workspace went beyond its limits (folders nested too deep, too many entries,
+    too many bytes, a folder the harness cannot read): a failure of the agent, in a category of
+    its own, never of the harness. The message names the limit and the spec key that sets it."""
+
+
 class DataError(MlabError):
     """A task's data could not be prepared."""
 

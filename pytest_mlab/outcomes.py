@@ -34,6 +34,7 @@ class EndReason(_Word):
     BUDGET_SPENT = "budget spent"  # the session's --mlab-max-cost ran out during the run
     INTERRUPTED = "interrupted"
     HOST_LOST = "host lost"  # the machine running the sandbox (a docker host) stopped answering
+    WORKSPACE_LIMIT = "workspace limit"  # the agent's workspace went beyond its depth, entry or byte limits
 
     @property
     def is_limit(self) -> bool:
@@ -70,6 +71,7 @@ class Failure(_Word):
     PROVIDER_ERROR = "provider error"
     BUDGET_SPENT = "budget spent"
     HOST_LOST = "host lost"
+    WORKSPACE_LIMIT = "workspace limit"  # the agent's own failure: its workspace is not snapshotted or graded
     INVALID_SUBMISSION = "invalid submission"
     GRADER_ERROR = "grader error"  # the task's grader crashed: the harness failed, not the agent
     NO_BASELINE = "no baseline"

@@ -8,7 +8,6 @@ calls :func:`run_item` and reports what it returns.
 
 from __future__ import annotations
 
-import shutil
 import time
 import traceback
 from contextlib import ExitStack, contextmanager
@@ -24,7 +23,7 @@ from pytest_mlab.env import Environment, ReadOnlyRules
 from pytest_mlab.env.deadline import RunTimedOut, deadline
 from pytest_mlab.errors import HostLost, MlabError
 from pytest_mlab.grading.claims import unmeasured_claims
-from pytest_mlab.grading.grader import grade_snapshot, keep_timing
+from pytest_mlab.grading.grader import Grade, grade_snapshot, keep_timing
 from pytest_mlab.grading.verdict import judge
 from pytest_mlab.llm import BudgetExhausted, LLMError, ProviderError, TokenLimitExceeded
 from pytest_mlab.llm.session import human_helper, open_session
@@ -36,6 +35,7 @@ from pytest_mlab.sandbox import SandboxOptions, open_sandbox
 from pytest_mlab.sandbox.docker.hosts import DockerHost, forget_host
 from pytest_mlab.sandbox.gpus import GpuPool
 from pytest_mlab.sandbox.registry import resolve_kind
+from pytest_mlab.sandbox.workspace import remove_tree
 from pytest_mlab.spec.plan import RunPlan, Settings
 from pytest_mlab.trace import SnapshotStore, TraceWriter, read_trace
 from pytest_mlab.trace.snapshots.data_digests import vouch
@@ -154,7 +154,7 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
     digests = data.public.parent / DATA_DIGESTS
     # before anything unlinks the data (an earlier run's store here links it) or links it again
     vouch([data.public / name for name in data_files], digests)
-    shutil.rmtree(run_dir, ignore_errors=True)
+    remove_tree(run_dir)
     run_dir.mkdir(parents=True)
     trace_path = run_dir / "trace.jsonl"
     read_only = ReadOnlyRules(frozenset(data_files), plan.task.read_only)
@@ -202,7 +202,10 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
             env.end(EndReason.CRASHED, detail)
         final = env.final_snapshot()
         status.phase(GRADING)
-        grade = grade_snapshot(plan.task, snapshots, final, data, sandbox=sandbox.name, options=options)
+        if final is None:  # the workspace went beyond its limits: the agent's failure, nothing to grade
+            grade, detail = Grade(None, env.over_limits), env.over_limits
+        else:
+            grade = grade_snapshot(plan.task, snapshots, final, data, sandbox=sandbox.name, options=options)
         keep_timing(grade, run_dir)
         claims = unmeasured_claims(read_trace(trace_path))
         verdict = judge(plan.task, plan.baseline, grade, env.end_reason, plan.agent.expect, detail, claims,

@@ -18,7 +18,6 @@ import importlib.util
 import json
 import os
 import sys
-import tempfile
 import traceback
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_mlab.sandbox.containment import run_contained
-from pytest_mlab.sandbox.owner import owned_prefix
+from pytest_mlab.sandbox.workspace import scratch_folder
 from pytest_mlab.spec.models import FunctionRef
 
 OUTPUT_KEPT = 20000  # characters of the function's output kept for messages
@@ -47,7 +46,7 @@ def call_task_function(assets: Path, ref: FunctionRef, arguments: dict[str, Any]
     """Call ``assets/ref.file:ref.function(**arguments)``; ``Path`` arguments arrive as ``Path``,
     others as their JSON values. ``stream`` lets what the function prints (download progress)
     go straight to this process's terminal instead of into ``output``."""
-    with tempfile.TemporaryDirectory(prefix=owned_prefix("call")) as scratch:
+    with scratch_folder("call") as scratch:
         request, result, log, cwd = (Path(scratch) / name for name in ("request.json", "result.json", "output", "cwd"))
         cwd.mkdir()
         request.write_text(json.dumps({"file": str(assets / ref.file), "function": ref.function,

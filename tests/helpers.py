@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import textwrap
@@ -101,3 +102,20 @@ def toy_run(tmp_path: Path, grader: str | None = None):  # type: ignore[no-untyp
     (plan,) = compile_plans(project.task_from_file(root / "specs" / "tasks" / "toy.yaml"),
                             [(reference, project.agent_actions(reference))], settings)
     return execute(plan, "toy.yaml::toy[mini-reference-s0]")
+
+
+def folder_chain(top: Path, depth: int) -> None:
+    """``top/d/d/.../d`` ``depth`` folders deep, with a file every 1,000 levels, made relative to
+    the deepest folder's fd (its path is far longer than PATH_MAX)."""
+    top.mkdir(parents=True, exist_ok=True)
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for level in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            child = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+            if level % 1000 == 0:
+                os.close(os.open("file", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd))
+    finally:
+        os.close(fd)

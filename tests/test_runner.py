@@ -12,7 +12,8 @@ import pytest
 from pytest_mlab.env import Environment
 from pytest_mlab.trace import TraceWriter
 from pytest_mlab.trace.snapshots import durability
-from tests.helpers import toy_run
+from pytest_mlab.results.resume import finished_result
+from tests.helpers import folder_chain, toy_run
 
 
 def test_the_result_record_waits_for_the_final_snapshots_sync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -42,3 +43,20 @@ def test_the_result_record_waits_for_the_final_snapshots_sync(tmp_path: Path, mo
     monkeypatch.setattr(Environment, "final_snapshot", final_snapshot)
     assert toy_run(tmp_path).passed
     assert log[-2:] == ["synced", "result"]
+
+
+def test_a_workspace_beyond_its_limits_is_the_agents_failure_kept_by_resume(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder chain 3,000 deep left in the workspace: the run ends as ``workspace limit``, with its
+    result record, never as an infrastructure failure that --mlab-resume would run again."""
+    real_final = Environment.final_snapshot
+
+    def final_snapshot(self: Environment) -> str | None:
+        folder_chain(self.sandbox.workspace, 3000)
+        return real_final(self)
+
+    monkeypatch.setattr(Environment, "final_snapshot", final_snapshot)
+    result = toy_run(tmp_path)
+    assert (result.end_reason, result.failure, result.infrastructure) == ("workspace limit", "workspace limit", False)
+    assert result.score is None and "nested more than 100 deep" in result.message
+    assert finished_result(Path(result.run_dir), result.run_id, "again") is not None

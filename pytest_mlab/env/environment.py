@@ -5,7 +5,8 @@ with the run's limits, and is recorded in the trace with a snapshot of the works
 agent gets wrong comes back as an ``EnvError: ...`` observation; nothing it sends can crash the run.
 When the snapshot leaves files out (over the run's snapshot limits, sparse, or hard links to
 outside content), the observation says so: those files will not be graded, and the agent should
-know while it can still act on it.
+know while it can still act on it. A workspace beyond its depth, entry or disk limits ends the
+run as ``workspace limit``: the agent's failure, with no snapshot and no grade.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ from collections.abc import Sequence
 from typing import Any, Callable, Mapping
 
 from pytest_mlab.env.context import ActionContext, ReadOnlyRules
-from pytest_mlab.errors import EnvError, MlabError
+from pytest_mlab.errors import EnvError, MlabError, WorkspaceOverLimits
 from pytest_mlab.llm.base import BudgetExhausted, LLMError, ProviderError, TokenLimitExceeded
 from pytest_mlab.outcomes import EndReason
 from pytest_mlab.sandbox.base import Sandbox
 from pytest_mlab.spec.models import ActionSpec, ArgumentSpec, Limits
-from pytest_mlab.trace import Snapshot, SnapshotCaps, SnapshotStore, TraceWriter
+from pytest_mlab.trace import Snapshot, SnapshotCaps, SnapshotStore, TraceWriter, WalkBounds
 
 NOTE_NAMES = 5  # files a snapshot note names before "and N more"
 RECORD_NAMES = 100  # files a trace record of a snapshot's omissions lists
@@ -57,6 +58,7 @@ class Environment:
         self.end_reason: EndReason | None = None
         self.final_answer: str | None = None
         self.last_snapshot: str | None = None
+        self.over_limits: str | None = None  # why the workspace went beyond its limits, once it has
         self.started = time.monotonic()
         self._backups: dict[str, list[bytes | None]] = {}
 
@@ -115,14 +117,17 @@ class Environment:
                 self.end_reason = EndReason.STEP_LIMIT
             elif self.elapsed >= self.limits.max_time:
                 self.end_reason = EndReason.TIME_LIMIT
-        snapshot = self._snapshot()
-        if snapshot.omitted:
-            observation = f"{observation}\n\n{omitted_note(snapshot.omitted)}"
+        snapshot = self._bounded_snapshot()
+        omitted = snapshot.omitted if snapshot is not None else ()
+        if omitted:
+            observation = f"{observation}\n\n{omitted_note(omitted)}"
+        elif snapshot is None:
+            observation = f"{observation}\n\nThe run has ended: {self.over_limits}."
         self.trace.write({"type": "step", "step": self.steps, "action": action, "arguments": arguments,
                           "observation": observation, "error": is_error, "started": started_wall,
                           "duration": round(time.monotonic() - started, 6), "low_level": context.low_level,
-                          "snapshot": self.last_snapshot, "ended": self.end_reason,
-                          **({"thinking": thinking} if thinking else {}), **omitted_record(snapshot.omitted)})
+                          "snapshot": snapshot.id if snapshot is not None else None, "ended": self.end_reason,
+                          **({"thinking": thinking} if thinking else {}), **omitted_record(omitted)})
         if llm_failure is not None:
             raise llm_failure  # the runner records how the run ended, with the message
         return observation
@@ -133,10 +138,14 @@ class Environment:
             self.end_reason = reason
         self.trace.write({"type": "ended", "reason": self.end_reason, "detail": detail, "steps": self.steps})
 
-    def final_snapshot(self) -> str:
+    def final_snapshot(self) -> str | None:
         """The workspace as it is now, after anything a dying run left behind; what it leaves
-        out is recorded in the trace, since no observation will carry it."""
-        snapshot = self._snapshot()
+        out is recorded in the trace, since no observation will carry it. None when the workspace
+        is beyond its limits: the run then ends as ``workspace limit``, and nothing is graded."""
+        snapshot = self._bounded_snapshot()
+        if snapshot is None:
+            self.trace.write({"type": "snapshot", "snapshot": None, "workspace_limit": self.over_limits})
+            return None
         if snapshot.omitted:
             self.trace.write({"type": "snapshot", "snapshot": snapshot.id, "note": omitted_note(snapshot.omitted),
                               **omitted_record(snapshot.omitted)})
@@ -144,11 +153,24 @@ class Environment:
 
     # ------------------------------------------------------------------ helpers
 
+    def _bounded_snapshot(self) -> Snapshot | None:
+        """A snapshot, or None once the workspace went beyond its depth, entry or disk limits: the
+        agent's failure, which ends the run (``over_limits`` says why) and is never retried."""
+        if self.over_limits is None:
+            try:
+                return self._snapshot()
+            except WorkspaceOverLimits as exc:
+                self.over_limits = str(exc)
+        self.end_reason = EndReason.WORKSPACE_LIMIT
+        return None
+
     def _snapshot(self) -> Snapshot:
         """Snapshot the workspace within the run's limits (read-only data is linked, never counted)."""
         self.sandbox.sync_out()
-        caps = SnapshotCaps(run_bytes=self.limits.snapshot_bytes, files=self.limits.snapshot_files,
-                            file_size=self.limits.snapshot_file_size)
+        limits = self.limits
+        caps = SnapshotCaps(run_bytes=limits.snapshot_bytes, files=limits.snapshot_files,
+                            file_size=limits.snapshot_file_size, disk=limits.disk,
+                            bounds=WalkBounds(depth=limits.workspace_depth, entries=limits.workspace_files))
         snapshot = self.snapshots.snapshot(self.sandbox.workspace, link_paths=self.read_only.files, caps=caps)
         self.last_snapshot = snapshot.id
         return snapshot

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Mapping
@@ -22,7 +21,7 @@ from pytest_mlab.grading.measure import measure
 from pytest_mlab.grading.measured import TIMING_FILE
 from pytest_mlab.sandbox.base import SandboxOptions
 from pytest_mlab.sandbox.environ import clean_environment
-from pytest_mlab.sandbox.owner import owned_prefix
+from pytest_mlab.sandbox.workspace import scratch_folder
 from pytest_mlab.spec.models import TaskSpec
 from pytest_mlab.task_code import TaskCallResult, call_task_function
 from pytest_mlab.trace import SnapshotStore
@@ -52,7 +51,7 @@ def grade_snapshot(task: TaskSpec, store: SnapshotStore, snapshot_id: str, data:
     (in a ``sandbox`` of that kind, with ``options``), and score it. A submission the grader rejects
     (InvalidSubmission) is invalid; a grader that fails otherwise is a grader failure."""
     timing: Mapping[str, Any] | None = None
-    with tempfile.TemporaryDirectory(prefix=owned_prefix("grade")) as scratch:
+    with scratch_folder("grade") as scratch:
         workspace = Path(scratch) / "workspace"
         links = store.materialize_regular(snapshot_id, workspace, link_paths=data.public_files())
         submission = task.metric.submission

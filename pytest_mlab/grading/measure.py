@@ -42,7 +42,6 @@ import json
 import os
 import secrets
 import stat
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -52,8 +51,8 @@ from pytest_mlab.grading.measured import OVERHEAD, STARTER, SUBMISSION, TIMING_F
 from pytest_mlab.grading.timing import SLOW_BOUND, SLOW_GRACE_S, starter_ran_on_gpu
 from pytest_mlab.in_sandbox import mlab_measure
 from pytest_mlab.sandbox.base import ExecResult, Sandbox, SandboxOptions
-from pytest_mlab.sandbox.owner import owned_prefix
 from pytest_mlab.sandbox.registry import open_sandbox, resolve_kind
+from pytest_mlab.sandbox.workspace import scratch_folder
 from pytest_mlab.spec.models import Measure, TaskSpec
 from pytest_mlab.trace import SnapshotStore
 
@@ -97,7 +96,7 @@ def measure(task: TaskSpec, store: SnapshotStore, snapshot_id: str, data: Prepar
         raise ValueError(f"task {task.name} declares no measure step")
     measured = Path(dest) / "measured"
     measured.mkdir(parents=True)
-    with tempfile.TemporaryDirectory(prefix=owned_prefix("measure")) as scratch:
+    with scratch_folder("measure") as scratch:
         runner = _Runner(task, spec, data, kind, options, measured, Path(scratch), draw_seed())
         submission = Subject(SUBMISSION, _snapshot_files(store, snapshot_id, Path(scratch) / "submission"))
         if spec.timing_repeats is None:

@@ -38,6 +38,8 @@ def judge(task: TaskSpec, baseline: float | None, grade: Grade, end_reason: EndR
     "grader error", a category of its own that still counts as a failed run."""
     metric = task.metric
     end_reason = EndReason(end_reason)
+    if end_reason == EndReason.WORKSPACE_LIMIT:  # nothing was graded: the agent's own failure
+        return Verdict(False, False, None, f"workspace limit: {detail or 'see the trace'}", Failure.WORKSPACE_LIMIT)
     if end_reason.cut_short:
         cause = detail.strip().splitlines()[-1] if detail and detail.strip() else "see the trace"
         return Verdict(False, False, None, f"the run {end_reason}: {cause}", Failure.of_end(end_reason))

@@ -48,6 +48,7 @@ class SandboxOptions:
     memory: int | None = None  # bytes, for everything the run's commands start
     cpus: float | None = None
     pids: int | None = None  # most processes/threads at once (fork-bomb guard)
+    disk: int | None = None  # bytes: the workspace's quota, and the largest file any command may write
     network: bool = False  # the task's spec asked for network access at run time
     gpu: bool = False  # the task needs a GPU (backends pass one through only when present)
     # the GPUs (nvidia-smi indexes) the item holds (--mlab-gpus, see gpus.py); () none, so its code
@@ -60,7 +61,8 @@ class SandboxOptions:
     @classmethod
     def for_task(cls, task: "TaskSpec", limits: "Limits", label: str) -> "SandboxOptions":
         """The sandbox a task's runs and measurements get: its limits and run-time requirements."""
-        return cls(memory=limits.memory, pids=limits.pids, network=task.requires.network, gpu=task.requires.gpu,
+        return cls(memory=limits.memory, pids=limits.pids, disk=limits.disk, network=task.requires.network,
+                   gpu=task.requires.gpu,
                    label=label, image=task.sandbox_image, dockerfile=task.sandbox_dockerfile)
 
     @property

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_mlab.sandbox.owner import name_owner_gone, owned_prefix
-from pytest_mlab.spec.models import DEFAULT_MEMORY, DEFAULT_PIDS
+from pytest_mlab.spec.models import DEFAULT_DISK, DEFAULT_MEMORY, DEFAULT_PIDS
 
 if TYPE_CHECKING:
     from pytest_mlab.sandbox.base import SandboxOptions
@@ -149,9 +149,11 @@ class Limits:
     :meth:`kill` and :meth:`cpu_seconds`.
     """
 
-    def __init__(self, memory: int | None, pids: int | None, label: str, *, kind: str = "sandbox") -> None:
+    def __init__(self, memory: int | None, pids: int | None, label: str, *, kind: str = "sandbox",
+                 file_size: int | None = None) -> None:
         self.memory = memory
         self.pids = pids
+        self.file_size = file_size  # RLIMIT_FSIZE of every process: no file written may grow past it
         self.groups: list[Path] = []
         self.enforced: dict[str, str] = {}  # limit ("memory", "pids", "cpu") -> how it is enforced
         for controller, base in _bases():
@@ -164,8 +166,10 @@ class Limits:
 
     @classmethod
     def for_sandbox(cls, options: "SandboxOptions") -> "Limits":
-        """A sandbox's limits: the task's, else the defaults (4 GiB, 512 processes)."""
-        return cls(options.memory or DEFAULT_MEMORY, options.pids or DEFAULT_PIDS, options.label)
+        """A sandbox's limits: the task's, else the defaults (4 GiB, 512 processes, files of at most
+        the 32 GiB disk quota)."""
+        return cls(options.memory or DEFAULT_MEMORY, options.pids or DEFAULT_PIDS, options.label,
+                   file_size=options.disk or DEFAULT_DISK)
 
     def _configure(self, group: Path, *, unified: bool) -> None:
         """Write the limits a group's controllers take (a v1 hierarchy may hold several)."""
@@ -186,6 +190,8 @@ class Limits:
         steps = [f"echo $$ > {shlex.quote(str(group / 'cgroup.procs'))}" for group in self.groups]
         if self.memory and self.enforced.get("memory", "").startswith("RLIMIT"):
             steps.append(f"ulimit -d {max(1, self.memory // 1024)}")
+        if self.file_size:  # POSIX sh counts -f in 512-byte blocks; a write past it fails with EFBIG
+            steps.append(f"ulimit -f {max(1, self.file_size // 512)}")
         if not steps:
             return []
         return ["/bin/sh", "-c", " && ".join([*steps, 'exec "$@"']), "mlab-limits"]

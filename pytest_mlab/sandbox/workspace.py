@@ -30,19 +30,95 @@ from pytest_mlab.sandbox.owner import owned_prefix
 from pytest_mlab.sandbox.paths import normalize_relpath, resolve_in_workspace
 
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
 def remove_tree(path: Path) -> None:
-    """Delete a directory the agent may have made unreadable; never follows symlinks."""
-    if not path.exists():
-        return
-    for dirpath, dirnames, _files in os.walk(path):
-        for name in dirnames:
-            child = os.path.join(dirpath, name)
-            if not os.path.islink(child):
+    """Delete a directory the agent may have filled, best effort; never follows symlinks.
+
+    Iterative and in constant file descriptors, whatever the depth (a chain 10,000 folders deep
+    included): it goes down one folder at a time relative to the one it holds, back up through
+    ``..``, and makes folders the agent made unreadable readable again on the way. What cannot be
+    removed is left, and the walk goes on with the rest.
+    """
+    try:
+        fd = os.open(path, _DIR_FLAGS)
+    except OSError:
+        return  # gone, not a directory, or a symlink (never followed)
+    names: list[str] = []  # the folders held below ``path``, outermost first
+    stuck: set[tuple[int, int]] = set()  # folders that could not be removed: not entered again
+    try:
+        while True:
+            child = _enter_subfolder(fd, stuck)
+            if child is not None:
+                name, child_fd = child
+                names.append(name)
+                os.close(fd)
+                fd = child_fd
+                continue
+            if not names:
+                break
+            parent = os.open("..", _DIR_FLAGS, dir_fd=fd)
+            here = os.fstat(fd)
+            os.close(fd)
+            fd = parent
+            try:
+                os.rmdir(names.pop(), dir_fd=fd)
+            except OSError:
+                stuck.add((here.st_dev, here.st_ino))
+    finally:
+        os.close(fd)
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
+def _enter_subfolder(fd: int, stuck: set[tuple[int, int]]) -> tuple[str, int] | None:
+    """Unlink the folder's other entries until a subfolder turns up; that one, opened (name,
+    fd), or None once only stuck folders are left. A subfolder that cannot be opened is stuck."""
+    try:
+        entries = list(os.scandir(fd))
+    except OSError:
+        return None
+    for entry in entries:
+        try:
+            info = entry.stat(follow_symlinks=False)
+            if not stat.S_ISDIR(info.st_mode):
+                os.unlink(entry.name, dir_fd=fd)
+            elif (info.st_dev, info.st_ino) not in stuck:
                 try:
-                    os.chmod(child, 0o700)
+                    return entry.name, _open_writable(entry.name, fd)
                 except OSError:
-                    pass
-    shutil.rmtree(path, ignore_errors=True)
+                    stuck.add((info.st_dev, info.st_ino))
+        except OSError:
+            continue
+    return None
+
+
+def _open_writable(name: str, dir_fd: int) -> int:
+    """A subfolder's fd, made readable and writable for its owner first where the agent took that away."""
+    try:
+        child = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except PermissionError:
+        os.chmod(name, 0o700, dir_fd=dir_fd)
+        child = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    try:
+        os.chmod(child, 0o700)
+    except OSError:
+        pass
+    return child
+
+
+@contextmanager
+def scratch_folder(kind: str) -> Iterator[Path]:
+    """A temp folder named for this process (swept if it dies), removed with :func:`remove_tree`
+    (whatever depth code run in it left), unlike ``tempfile.TemporaryDirectory``."""
+    path = Path(tempfile.mkdtemp(prefix=owned_prefix(kind)))
+    try:
+        yield path
+    finally:
+        remove_tree(path)
 
 
 class LinkedData:

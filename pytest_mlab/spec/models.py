@@ -17,6 +17,10 @@ DEFAULT_PIDS = 512  # processes and threads at once: a fork-bomb guard
 DEFAULT_SNAPSHOT_BYTES = 10 << 30  # new bytes one run's snapshots may store
 DEFAULT_SNAPSHOT_FILES = 20_000  # files one snapshot keeps
 DEFAULT_SNAPSHOT_FILE_SIZE = 4 << 30  # largest file a snapshot keeps
+# beyond these the workspace is the agent's failure ("workspace limit"); see docs/sandboxes.md
+DEFAULT_DISK = 32 << 30  # bytes on disk of the workspace's own files (read-only data excluded)
+DEFAULT_WORKSPACE_FILES = 50_000  # files, folders and links in the workspace, read-only data included
+DEFAULT_WORKSPACE_DEPTH = 100  # folders nested in the workspace
 DEFAULT_MEASURE_TIMEOUT = 600.0
 DEFAULT_MEASURE_OUTPUT_LIMIT = 256 << 20
 
@@ -98,6 +102,9 @@ class Limits:
     snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES
     snapshot_files: int = DEFAULT_SNAPSHOT_FILES
     snapshot_file_size: int = DEFAULT_SNAPSHOT_FILE_SIZE
+    disk: int = DEFAULT_DISK
+    workspace_files: int = DEFAULT_WORKSPACE_FILES
+    workspace_depth: int = DEFAULT_WORKSPACE_DEPTH
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,12 @@ import re
 from pytest_mlab.spec.units import parse_duration, parse_size
 
 # the most of each count a spec may set
-COUNT_BOUNDS = {"max_steps": 1_000_000, "pids": 4_194_304, "snapshot_files": 10_000_000}
+COUNT_BOUNDS = {"max_steps": 1_000_000, "pids": 4_194_304, "snapshot_files": 10_000_000,
+                "workspace_files": 10_000_000, "workspace_depth": 10_000}
 MAX_SECONDS = 30 * 86400.0  # the longest limit on time: 30 days
 MAX_BYTES = 16 << 40  # the largest limit on bytes: 16 TiB
 DURATIONS = ("max_time", "execute_timeout", "timeout")
-SIZES = ("output_limit", "memory", "snapshot_bytes", "snapshot_file_size")
+SIZES = ("output_limit", "memory", "snapshot_bytes", "snapshot_file_size", "disk")
 
 MARK_KEYWORDS = ("and", "or", "not")  # the words of ``-m`` expressions
 # markers pytest acts on (a tag 'skip' would skip every item of the task), and names it refuses

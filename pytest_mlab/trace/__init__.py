@@ -8,7 +8,7 @@ from __future__ import annotations
 from pytest_mlab.lazy import lazy_attributes
 
 _HOMES = {"Snapshot": "snapshots.store", "SnapshotCaps": "snapshots.scan", "SnapshotStore": "snapshots.store",
-          "TraceWriter": "writer", "read_trace": "writer"}
+          "TraceWriter": "writer", "WalkBounds": "snapshots.workspace", "read_trace": "writer"}
 
 __all__ = sorted(_HOMES)
 

@@ -109,7 +109,8 @@ def run(tmp_path: Path, kind):  # noqa: F811  (kind is the backend fixture)
                         metric=Metric(name="mae", direction="minimize", grader=FunctionRef("grader.py", "score"),
                                       submission="submission.csv"))
         data = PreparedData(public, hidden)
-        sandbox = open_sandbox(kind, options=SandboxOptions(label=f"snapshot-attack-{kind}"))
+        limits = limits or Limits(max_steps=100, execute_timeout=300)
+        sandbox = open_sandbox(kind, options=SandboxOptions(label=f"snapshot-attack-{kind}", disk=limits.disk))
         for relative in data.public_files():
             sandbox.copy_in(public / relative, relative, link=True)
         project = repo_project()
@@ -117,7 +118,7 @@ def run(tmp_path: Path, kind):  # noqa: F811  (kind is the backend fixture)
         actions = (project.action("Write File"), project.action("Execute Script"))
         env = Environment(sandbox=sandbox, actions=actions,
                           implementations=implementations(actions),
-                          limits=limits or Limits(max_steps=100, execute_timeout=300),
+                          limits=limits,
                           read_only=ReadOnlyRules(frozenset(data.public_files())),
                           trace=TraceWriter(root / "trace.jsonl"), snapshots=SnapshotStore(root / "snapshots"),
                           research_problem="predict y")

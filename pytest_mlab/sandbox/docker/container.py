@@ -45,7 +45,7 @@ from pytest_mlab.sandbox.environ import clean_environment
 from pytest_mlab.sandbox.gpus import cuda_environment
 from pytest_mlab.sandbox.owner import owner_label
 from pytest_mlab.sandbox.workspace import HostWorkspace, OnHostWorkspace
-from pytest_mlab.spec.models import DEFAULT_MEMORY, DEFAULT_PIDS
+from pytest_mlab.spec.models import DEFAULT_DISK, DEFAULT_MEMORY, DEFAULT_PIDS
 
 DEFAULT_CPUS = 2.0
 #: Run as the sandbox user after each command: ends everything commands started, prints the OOM counters.
@@ -128,8 +128,10 @@ class ContainerSandbox(OnHostWorkspace, Sandbox):
 
     def _start(self) -> Any:
         from docker.errors import DockerException
+        from docker.types import Ulimit
 
         memory = self.options.memory or DEFAULT_MEMORY
+        disk = self.options.disk or DEFAULT_DISK  # RLIMIT_FSIZE, in bytes: no file may grow past the quota
         cpus = min(self.options.cpus or DEFAULT_CPUS, float(os.cpu_count() or 1))
         devices = device_requests(self._client, self.options)
         name = re.sub(r"[^a-zA-Z0-9_.-]+", "-", f"mlab-{self.options.label or 'run'}")[:60]
@@ -144,6 +146,7 @@ class ContainerSandbox(OnHostWorkspace, Sandbox):
                 mounts=self._mounts(), tmpfs=self._tmpfs(memory),
                 read_only=True,
                 mem_limit=memory, memswap_limit=memory, pids_limit=self.options.pids or DEFAULT_PIDS,
+                ulimits=[Ulimit(name="fsize", soft=disk, hard=disk)],
                 nano_cpus=int(cpus * 1e9), cap_drop=["ALL"], security_opt=["no-new-privileges"],
                 privileged=False, device_requests=devices, environment={"PATH": "/usr/bin:/bin"})
         except DockerException as exc:

@@ -12,6 +12,9 @@ The workspace belongs to an agent that may want to smuggle content in:
   (one run). Files are taken in walk order (each directory's files by name, then its
   subdirectories by name); one is kept only while it fits. Read-only data never counts.
 * Everything left out is recorded as ``(path, reason)``.
+* A workspace beyond its depth, entry or disk limits gets no snapshot: the scan stops there with
+  :class:`~pytest_mlab.errors.WorkspaceOverLimits` (the agent's failure), having read no more
+  than the limits allow.
 """
 
 from __future__ import annotations
@@ -24,11 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from pytest_mlab.errors import WorkspaceOverLimits
 from pytest_mlab.trace.snapshots.blobs import BlobStore, StoredBlob
 from pytest_mlab.trace.snapshots import data_digests
 from pytest_mlab.trace.snapshots.digest_cache import RACY_WINDOW_NS, RacyWindow, StatKey
 from pytest_mlab.trace.snapshots.manifests import Entries, recorded_mode
-from pytest_mlab.trace.snapshots.workspace import open_regular, readlink, unchanged, walk, wants_link
+from pytest_mlab.trace.snapshots.workspace import WalkBounds, open_regular, readlink, unchanged, walk, wants_link
 
 SPARSE_MIN_SIZE = 1 << 20  # smaller files are never called sparse
 
@@ -38,12 +42,16 @@ class SnapshotCaps:
     """How much a store's snapshots may keep; ``None``: no cap. Read-only data never counts.
 
     ``run_bytes``: new bytes the store may add over its life (one run); ``files``: files and
-    symlinks kept in one snapshot; ``file_size``: the largest file kept.
+    symlinks kept in one snapshot; ``file_size``: the largest file kept. Beyond ``disk`` (bytes on
+    disk of the workspace's own files) or ``bounds`` (depth, entries) no snapshot is taken at all:
+    :class:`~pytest_mlab.errors.WorkspaceOverLimits`, the agent's failure.
     """
 
     run_bytes: int | None = None
     files: int | None = None
     file_size: int | None = None
+    disk: int | None = None
+    bounds: WalkBounds = WalkBounds()
 
 
 def human_size(size: int) -> str:
@@ -76,6 +84,16 @@ class Scan:
     cache: dict[StatKey, str] = field(default_factory=dict)  # this snapshot's cacheable digests
     unleased: list[tuple[StatKey, str]] = field(default_factory=list)  # data to cache after a tick
     inside_links: dict[tuple[int, int], int] | None = None
+    on_disk: int = 0  # bytes on disk of the workspace's own files seen so far
+
+    def count_disk(self, rel: str, st: os.stat_result) -> None:
+        """Add a file of the agent's to the workspace's disk use; past ``caps.disk`` the workspace fails."""
+        self.on_disk += st.st_blocks * 512
+        limit = self.caps.disk
+        if limit is not None and self.on_disk > limit:
+            raise WorkspaceOverLimits(
+                f"the workspace's files take more than its disk quota of {human_size(limit)} "
+                f"(found at {rel}); the limit is the task's limits.disk")
 
     def refusal(self, st: os.stat_result) -> str | None:
         """Why a regular file that is not read-only data cannot be kept, judged on its stat."""
@@ -94,7 +112,7 @@ class Scan:
         """How many names the workspace has for this inode (counted once per snapshot, on need)."""
         if self.inside_links is None:
             self.inside_links = {}
-            for _rel, _fd, _name, found in walk(self.top, self.skip, set()):
+            for _rel, _fd, _name, found in walk(self.top, self.skip, set(), self.caps.bounds):
                 if stat.S_ISREG(found.st_mode) and found.st_nlink > 1:
                     key = (found.st_dev, found.st_ino)
                     self.inside_links[key] = self.inside_links.get(key, 0) + 1
@@ -119,8 +137,10 @@ class Scan:
 
 def scan_workspace(scan: Scan, blobs: BlobStore, files: Entries, dirs: set[str]) -> None:
     """Fill ``files`` and ``dirs`` from the workspace, storing new content as it goes."""
-    for rel, dir_fd, name, st in walk(scan.top, scan.skip, dirs):
+    for rel, dir_fd, name, st in walk(scan.top, scan.skip, dirs, scan.caps.bounds):
         data = wants_link(rel, scan.links)
+        if not data:
+            scan.count_disk(rel, st)
         if not data and scan.caps.files is not None and scan.kept >= scan.caps.files:
             scan.omitted.append((rel, f"over the limit of {scan.caps.files:,} files in one snapshot"))
             continue
