@@ -73,3 +73,8 @@ class InvalidSubmission(MlabError):
 
 class TraceError(MlabError):
     """A trace or snapshot store is unreadable or corrupt, or a snapshot id is unknown."""
+
+
+class DataCacheWarning(UserWarning):
+    """Prepared data was altered after it was stamped (an agent under the local backend can write
+    the cache): it is prepared again, and the warning names the task and the files."""

@@ -202,6 +202,8 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
             env.end(EndReason.CRASHED, detail)
         final = env.final_snapshot()
         status.phase(GRADING)
+        # checked again: under the local backend the agent could have rewritten the answers (cache.py)
+        data = prepare_data(plan.task, plan.variant, plan.cache_dir, notify=status.phase)
         grade = grade_snapshot(plan.task, snapshots, final, data, sandbox=sandbox.name, options=options)
         keep_timing(grade, run_dir)
         claims = unmeasured_claims(read_trace(trace_path))
