@@ -34,8 +34,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from pytest_mlab.llm import secrets
     from pytest_mlab.results.recover import session_id
 
+    # before any worker, sandbox or recipe starts: none inherits the API keys (llm/secrets.py)
+    secrets.take_from_environment()
+    secrets.adopt(getattr(config, "workerinput", {}).get(secrets.WORKER_KEYS, {}))
     config.addinivalue_line("markers", "mlab: a pytest-mlab run of an agent on a task")
     from pytest_mlab.plugin.extensions import apply_extensions
 
@@ -228,10 +232,12 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:
     """pytest-xdist, on the controller, as each worker starts: the answers about the session's
-    models go with it, so no worker asks litellm again."""
+    models go with it, so no worker asks litellm again, and the API keys taken from the environment."""
+    from pytest_mlab.llm.secrets import WORKER_KEYS, held
     from pytest_mlab.plugin.model_checks import hand_over
 
     hand_over(node.config, node.workerinput)
+    node.workerinput[WORKER_KEYS] = held()  # over xdist's channel: in no environment, no command line
 
 
 def _parallel(config: pytest.Config) -> bool:
