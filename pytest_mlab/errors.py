@@ -79,3 +79,13 @@ class InvalidSubmission(MlabError):
 
 class TraceError(MlabError):
     """A trace or snapshot store is unreadable or corrupt, or a snapshot id is unknown."""
+
+
+class DataCacheWarning(UserWarning):
+    """Prepared data was altered after it was stamped (an agent under the local backend can write
+    the cache): it is prepared again, and the warning names the task and the files."""
+
+
+class UnsignedRecordWarning(UserWarning):
+    """A run's ``result`` record lacks the harness's signature (results/signing.py): something
+    other than the harness wrote it, or an older version did; the run is not trusted and runs again."""

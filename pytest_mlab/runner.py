@@ -31,6 +31,7 @@ from pytest_mlab.outcomes import EndReason
 from pytest_mlab.results.budget import Budget, Ledger, over_budget
 from pytest_mlab.results.record import JudgedBy, RunIdentity, RunResult
 from pytest_mlab.results.resume import finished_result
+from pytest_mlab.results.signing import results_key, signed
 from pytest_mlab.sandbox import SandboxOptions, open_sandbox
 from pytest_mlab.sandbox.docker.hosts import DockerHost, forget_host
 from pytest_mlab.sandbox.gpus import GpuPool
@@ -117,7 +118,7 @@ def _remote_docker_host(plan: RunPlan) -> DockerHost | None:
 
 
 def _resumed(plan: RunPlan, nodeid: str) -> RunResult | None:
-    result = finished_result(plan.run_dir, plan.run_id, nodeid)
+    result = finished_result(plan.run_dir, plan.run_id, nodeid, results_key(plan.out_dir))
     if result is not None and result.best_improvement is None:
         scores = saved_step_scores(plan.run_dir)
         if scores:
@@ -205,6 +206,8 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
         if final is None:  # the workspace went beyond its limits: the agent's failure, nothing to grade
             grade, detail = Grade(None, env.over_limits), env.over_limits
         else:
+            # checked again: under the local backend the agent could have rewritten the answers (cache.py)
+            data = prepare_data(plan.task, plan.variant, plan.cache_dir, notify=status.phase)
             grade = grade_snapshot(plan.task, snapshots, final, data, sandbox=sandbox.name, options=options)
         keep_timing(grade, run_dir)
         claims = unmeasured_claims(read_trace(trace_path))
@@ -218,7 +221,8 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
             tokens=llm.total_tokens if llm else 0, cost=llm.total_cost if llm else 0.0, unmeasured_claims=claims,
             infrastructure=infrastructure)
         snapshots.wait_durable()  # a result record names only a snapshot on disk (store.py)
-        trace.write({"type": "result", "session": session, "snapshot": final, **result.to_dict()})
+        trace.write(signed({"type": "result", "session": session, "snapshot": final, **result.to_dict()},
+                           results_key(plan.out_dir)))
     if interrupted:
         raise KeyboardInterrupt
     return result

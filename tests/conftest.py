@@ -46,6 +46,14 @@ collect_ignore_glob = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def no_held_api_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keys an in-process session took out of the environment (llm/secrets.py) stay in that test."""
+    from pytest_mlab.llm import secrets
+
+    monkeypatch.setattr(secrets, "_held", {})
+
+
 @pytest.fixture
 def mlab_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An empty ``--mlab-cache`` folder outside the project, so no run touches ~/.cache."""

@@ -86,8 +86,10 @@ def task_yaml(name: str = "demo", *, assets: str = "task_assets/toy", extra: str
     return textwrap.dedent(text) + textwrap.dedent(extra)
 
 
-def toy_run(tmp_path: Path, grader: str | None = None):  # type: ignore[no-untyped-def]
-    """The reference agent's run of the toy task (graded by ``grader`` if given), under local."""
+def toy_run(tmp_path: Path, grader: str | None = None, *, sandbox: str = "local",  # type: ignore[no-untyped-def]
+            reference: str | None = None):
+    """The reference agent's run of the toy task (graded by ``grader``, running ``reference`` as
+    its train.py, if given), under ``sandbox``."""
     from pytest_mlab.runner import execute
     from pytest_mlab.spec.plan import Settings, compile_plans
     from pytest_mlab.spec.project import Project
@@ -95,9 +97,11 @@ def toy_run(tmp_path: Path, grader: str | None = None):  # type: ignore[no-untyp
     root = copy_toy_project(tmp_path / "project")
     if grader is not None:
         (root / "task_assets" / "toy" / "grader.py").write_text(grader)
+    if reference is not None:
+        (root / "task_assets" / "toy" / "reference" / "train.py").write_text(reference)
     project = Project(root, root / "specs" / "actions", root / "agents", root / "specs" / "tasks")
     reference = project.agent("reference")
-    settings = Settings(agents=(), agents_source="--agent", llm=None, seeds=1, variant="mini", sandbox="local",
+    settings = Settings(agents=(), agents_source="--agent", llm=None, seeds=1, variant="mini", sandbox=sandbox,
                         out_dir=tmp_path / "out", cache_dir=tmp_path / "cache")
     (plan,) = compile_plans(project.task_from_file(root / "specs" / "tasks" / "toy.yaml"),
                             [(reference, project.agent_actions(reference))], settings)

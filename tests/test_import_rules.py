@@ -26,7 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "trace": {"errors", "outcomes", "spec"},
     "sandbox": {"errors", "outcomes", "spec"},
     "task_code": {"errors", "spec", "sandbox"},
-    "data": {"errors", "spec", "task_code", "sandbox"},
+    "data": {"errors", "spec", "task_code", "sandbox", "trace"},  # trace: the data files' digests (data_digests.py)
     "llm": {"errors", "outcomes", "spec", "trace"},
     "env": {"errors", "outcomes", "spec", "trace", "sandbox", "llm"},
     "actions": {"errors", "outcomes", "spec", "trace", "sandbox", "llm", "env", "in_sandbox"},

@@ -3,10 +3,16 @@
 Layout: ``<cache>/<task>/<variant>/public`` (files the agent sees, linked read-only into each
 workspace) and ``.../hidden`` (answers; only the grader gets this path). Recipes that need the
 network also get ``<cache>/downloads/<task>/``, which survives re-preparation so downloads resume. A lock file makes xdist
-workers that start the same task at once prepare it only once. The cache entry records the
-recipe's hash and every public file's size and mtime: a changed recipe, or a data file modified
-through a hard link by a previous run, makes it be prepared again. Beside them, ``data-digests.json``
-lets runs in later processes skip hashing the public files (pytest_mlab/trace/snapshots/data_digests.py).
+workers that start the same task at once prepare it only once.
+
+The cache entry records the recipe's hash and, for every file, public and hidden, its size, mtime,
+inode, ctime and sha256. Before each run and again before each grading (:func:`prepare_data`) the
+files are checked: cheaply by the stat (the ctime cannot be set back, so a rewrite that restores
+size and mtime still shows), and by the digest where the stat moved (the harness's own hard links
+move the ctime of public files; ``data-digests.json`` beside them, pytest_mlab/trace/snapshots/
+data_digests.py, spares hashing them again). A changed recipe is prepared again quietly; an altered,
+missing or added file is prepared again with a :class:`~pytest_mlab.errors.DataCacheWarning` naming
+the task and the file: under the local backend an agent can write the cache (docs/sandboxes.md).
 """
 
 from __future__ import annotations
@@ -16,16 +22,19 @@ import hashlib
 import json
 import os
 import shutil
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_mlab.errors import DataError
+from pytest_mlab.errors import DataCacheWarning, DataError
 from pytest_mlab.spec.models import TaskSpec
 from pytest_mlab.task_code import call_task_function
+from pytest_mlab.trace.snapshots.data_digests import digest_of
 
 MANIFEST = "prepared.json"
-DATA_DIGESTS = "data-digests.json"  # the public files' digests, kept by the snapshot store
+MANIFEST_FORMAT = 2  # every file, public and hidden, with its stat and digest
+DATA_DIGESTS = "data-digests.json"  # the data files' digests, kept by the snapshot store and the checks here
 PREPARE_TIMEOUT = 3600.0
 # Full variants download gigabytes over links of any speed; an interrupted download resumes, so
 # no time limit is better than one that kills a slow but healthy transfer.
@@ -44,8 +53,10 @@ class PreparedData:
 
 
 def is_prepared(task: TaskSpec, variant: str, cache_dir: Path, *, seed: int = 0) -> bool:
-    """Whether the cache holds this variant, current with its recipe (no lock: a hint for skips)."""
-    return _is_current(cache_dir / task.name / variant, _recipe_fingerprint(task, variant, seed))
+    """Whether the cache holds this variant, current with its recipe (no lock, no hashing: a hint
+    for skips; :func:`prepare_data` checks the files before it trusts them)."""
+    manifest = _manifest(cache_dir / task.name / variant)
+    return manifest is not None and manifest["fingerprint"] == _recipe_fingerprint(task, variant, seed)
 
 
 def prepare_data(task: TaskSpec, variant: str, cache_dir: Path, *, seed: int = 0, stream: bool = False,
@@ -63,7 +74,14 @@ def prepare_data(task: TaskSpec, variant: str, cache_dir: Path, *, seed: int = 0
         except BlockingIOError:
             tell(f"waiting for {task.name} data ({variant})")
             fcntl.flock(lock, fcntl.LOCK_EX)
-        if not _is_current(entry, fingerprint):
+        altered = _altered(entry, fingerprint)
+        if altered is not None:
+            if altered:
+                message = (f"the prepared '{variant}' data of task '{task.name}' in {entry} was altered since it "
+                           f"was prepared ({', '.join(altered[:5])}{', ...' if len(altered) > 5 else ''}): "
+                           f"preparing it again")
+                warnings.warn(DataCacheWarning(message), stacklevel=2)
+                tell(message)
             tell(f"preparing {task.name} data ({variant})")
             _prepare(task, variant, entry, fingerprint, seed, stream)
     return PreparedData(entry / "public", entry / "hidden")
@@ -105,17 +123,64 @@ def _for_the_user(error: str) -> str:
     return message.strip() if marker else error
 
 
-def _file_stamps(public: Path) -> dict[str, list[int]]:
-    return {path.relative_to(public).as_posix(): [path.stat().st_size, path.stat().st_mtime_ns]
-            for path in sorted(public.rglob("*")) if path.is_file()}
+Stamp = list  # [size, mtime_ns, inode, ctime_ns, sha256]
 
 
-def _is_current(entry: Path, fingerprint: str) -> bool:
+def _stat_part(path: Path) -> list[int]:
+    st = path.lstat()
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+
+
+def _digest(path: Path, digests: Path) -> str:
+    """A file's sha256; a link's target (a recipe may link one file to another)."""
+    return f"link:{os.readlink(path)}" if path.is_symlink() else digest_of(path, digests)
+
+
+def _files(entry: Path) -> list[Path]:
+    """Every file and link of the prepared data, public and hidden, sorted."""
+    return sorted(path for part in ("public", "hidden") for path in (entry / part).rglob("*")
+                  if path.is_symlink() or not path.is_dir())
+
+
+def _file_stamps(entry: Path) -> dict[str, Stamp]:
+    """Each file's stat and sha256, keyed by its path under ``entry`` (``public/...``, ``hidden/...``)."""
+    digests = entry / DATA_DIGESTS
+    return {path.relative_to(entry).as_posix(): [*_stat_part(path), _digest(path, digests)]
+            for path in _files(entry)}
+
+
+def _manifest(entry: Path) -> dict | None:
+    """The entry's manifest, or None if it is missing, corrupt or of another format."""
     try:
         manifest = json.loads((entry / MANIFEST).read_text())
     except (OSError, ValueError):
-        return False
-    return manifest.get("fingerprint") == fingerprint and manifest.get("files") == _file_stamps(entry / "public")
+        return None
+    if (not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT
+            or not isinstance(manifest.get("files"), dict)):
+        return None
+    return manifest
+
+
+def _altered(entry: Path, fingerprint: str) -> list[str] | None:
+    """None when the entry is current; else the files that changed since it was stamped (empty
+    when it was never prepared, or by another recipe or format: nothing to warn of)."""
+    manifest = _manifest(entry)
+    if manifest is None or manifest.get("fingerprint") != fingerprint:
+        return []
+    stamps: dict[str, Stamp] = manifest["files"]
+    present = {path.relative_to(entry).as_posix(): path for path in _files(entry)}
+    altered = sorted(set(present).symmetric_difference(stamps))
+    for name in sorted(set(present) & set(stamps)):
+        stamp = stamps[name]
+        try:
+            if _stat_part(present[name]) == stamp[:4]:
+                continue  # the ctime cannot be set back: unchanged since it was stamped
+            if _digest(present[name], entry / DATA_DIGESTS) == stamp[4]:
+                continue  # only its stat moved (the harness links public files into workspaces)
+        except (OSError, IndexError, TypeError):
+            pass
+        altered.append(name)
+    return altered or None
 
 
 def prepare_verbosely(task: TaskSpec, variant: str, cache_dir: Path, write: Callable[[str], None], *,
@@ -153,7 +218,10 @@ def _prepare(task: TaskSpec, variant: str, entry: Path, fingerprint: str, seed: 
     for path in (staging / "public").rglob("*"):
         if path.is_file():
             path.chmod(0o444)
-    (staging / MANIFEST).write_text(json.dumps({"fingerprint": fingerprint,
-                                                 "files": _file_stamps(staging / "public")}, indent=1))
+    for path in (staging / "hidden").rglob("*"):
+        if path.is_file():
+            path.chmod(0o444)
     shutil.rmtree(entry, ignore_errors=True)
-    os.replace(staging, entry)
+    os.replace(staging, entry)  # renaming the folder leaves its files' stat as it is
+    manifest = {"format": MANIFEST_FORMAT, "fingerprint": fingerprint, "files": _file_stamps(entry)}
+    (entry / MANIFEST).write_text(json.dumps(manifest, indent=1))

@@ -14,6 +14,8 @@ from typing import Any, Callable
 from pytest_mlab.llm.base import Completion, LLMError, ProviderError, TokenLimitExceeded
 from pytest_mlab.llm.faults import CONTEXT, TRANSIENT, MalformedReply, kind_of, retry_after
 from pytest_mlab.llm.provider import Request
+from pytest_mlab.llm.routing import route
+from pytest_mlab.llm.secrets import api_key
 
 BASE_DELAY = 2.0  # seconds before the second attempt; doubled each time
 MAX_DELAY = 60.0  # also the most a provider's Retry-After makes us wait
@@ -51,6 +53,9 @@ class LiteLLMProvider:
         messages = [{"role": "user", "content": request.prompt}]
         self._check_context(litellm, request.model, messages)
         kwargs: dict[str, Any] = {"model": request.model, "messages": messages, **NO_HIDDEN_RETRIES}
+        key = api_key(_provider(litellm, request.model))  # taken out of the environment (secrets.py)
+        if key is not None:
+            kwargs["api_key"] = key
         if request.stop:
             kwargs["stop"] = list(request.stop)
         for name in ("temperature", "max_tokens", "timeout"):
@@ -105,6 +110,17 @@ class LiteLLMProvider:
             cost, note = 0.0, f"price of {request.model} unknown to litellm; cost counted as 0"
         return Completion(text, request.model, request.role, prompt_tokens, completion_tokens, cost=cost,
                           retries=retries, note=note, provider_model=str(getattr(response, "model", None) or ""))
+
+
+def _provider(litellm: Any, model: str) -> str | None:
+    """The provider that serves ``model``: litellm's data files, else litellm itself; None if neither knows."""
+    provider = route(model).provider
+    if provider is None:
+        try:
+            provider = litellm.get_llm_provider(model)[1]
+        except Exception:  # the call itself reports an unknown model
+            return None
+    return provider
 
 
 def _fatal(litellm: Any, model: str, exc: BaseException) -> LLMError:

@@ -92,4 +92,6 @@ def missing_variables(provider: str) -> tuple[str, ...] | None:
     names = KEY_VARIABLES.get(provider)
     if names is None:
         return None
-    return () if any(name in os.environ for name in names) else names[:1]
+    from pytest_mlab.llm.secrets import is_set
+
+    return () if any(is_set(name) for name in names) else names[:1]

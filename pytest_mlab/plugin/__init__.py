@@ -21,8 +21,8 @@ import pytest
 from pytest_mlab.errors import MlabError, SpecError, UsageError
 from pytest_mlab.plugin.options import (DOCKER_HOSTS, GPU_POOL, add_options, allow_skips, docker_hosts, gpu_pool,
                                         options_given, read_settings)
-from pytest_mlab.plugin.state import (ACTIVE, SESSION, SETTINGS, WORKER_INPUT, is_run_item, project_of, run_items,
-                                      session_id)
+from pytest_mlab.plugin.state import (ACTIVE, KEYS_HELD, SESSION, SETTINGS, WORKER_INPUT, WORKER_KEYS, is_run_item,
+                                      project_of, run_items, session_id)
 from pytest_mlab.spec.suffixes import SPEC_SUFFIXES
 
 PREPARED = pytest.StashKey[set]()
@@ -40,9 +40,25 @@ def pytest_configure(config: pytest.Config) -> None:
     option, else when the first Task spec is collected, so a session without specs imports little
     beyond this module."""
     config.addinivalue_line("markers", "mlab: a pytest-mlab run of an agent on a task")
-    config.stash[SESSION] = session_id(getattr(config, "workerinput", None))
+    workerinput = getattr(config, "workerinput", None)
+    config.stash[SESSION] = session_id(workerinput)
+    if workerinput is not None and WORKER_KEYS in workerinput:
+        _hold_keys(config, workerinput[WORKER_KEYS])
     if options_given(config):
         activate(config)
+    elif _parallel(config) and workerinput is None:
+        _hold_keys(config)  # before xdist starts its workers: none inherits a key (llm/secrets.py)
+
+
+def _hold_keys(config: pytest.Config, handed: dict[str, str] | None = None) -> None:
+    """The API keys out of this process's environment (llm/secrets.py), or, on a worker, those the
+    controller took, handed over with the worker's input."""
+    from pytest_mlab.llm import secrets
+
+    secrets.take_from_environment()
+    if handed:
+        secrets.adopt(handed)
+    config.stash[KEYS_HELD] = True
 
 
 def activate(config: pytest.Config, session: pytest.Session | None = None) -> None:
@@ -53,6 +69,7 @@ def activate(config: pytest.Config, session: pytest.Session | None = None) -> No
     if config.stash.get(ACTIVE, False):
         return
     config.stash[ACTIVE] = True
+    _hold_keys(config)  # before any sandbox, grader or recipe starts
     from pytest_mlab.plugin.extensions import apply_extensions
 
     apply_extensions(config)  # plugins' backends, providers and agents, before the options are checked
@@ -166,8 +183,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Without xdist, when runs were collected: leftovers are removed, and with --mlab-prepare the
     selected items' data is prepared, before the first run."""
-    if SETTINGS not in session.config.stash:
-        return  # pytest-mlab is not active: no spec was collected and no option of it given
+    if SETTINGS not in session.config.stash:  # pytest-mlab is not active: no spec, no option of it
+        if session.config.stash.get(KEYS_HELD, False):
+            from pytest_mlab.llm.secrets import release
+
+            release()  # a project's own tests under xdist see the keys they were started with
+        return
     if run_items(session.items):
         _remove_leftovers(session.config)
     if session.config.stash[SETTINGS].prepare and not hasattr(session.config, "workerinput"):
@@ -283,9 +304,14 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:
     """pytest-xdist, on the controller, as each worker starts: the session's id goes with it (each
-    worker writes it in the traces of its runs) and, once pytest-mlab is active, the answers about
-    the session's models, so no worker asks litellm again."""
+    worker writes it in the traces of its runs); the API keys the controller holds, over xdist's
+    channel (in no environment, no command line); and, once pytest-mlab is active, the answers
+    about the session's models, so no worker asks litellm again."""
     node.workerinput[WORKER_INPUT] = node.config.stash[SESSION]
+    if node.config.stash.get(KEYS_HELD, False):
+        from pytest_mlab.llm.secrets import held
+
+        node.workerinput[WORKER_KEYS] = held()
     if node.config.stash.get(ACTIVE, False):
         from pytest_mlab.plugin.model_checks import hand_over
 

@@ -15,6 +15,7 @@ SETTINGS = pytest.StashKey["Settings"]()
 PROJECT = pytest.StashKey["Project"]()
 SESSION = pytest.StashKey[str]()  # the controller's id, shared by its workers: written in each run's trace
 ACTIVE = pytest.StashKey[bool]()  # the session uses pytest-mlab (see plugin/__init__.py's activate)
+KEYS_HELD = pytest.StashKey[bool]()  # this process took the API keys out of its environment (llm/secrets.py)
 MARKERS = pytest.StashKey[set]()  # marker names known to pytest's ini, plus the task tags registered so far
 TASKS_COLLECTED = pytest.StashKey[bool]()  # some Task spec was collected: the Agent and Action files are checked
 # the user property of an item skipped because this machine lacks what it needs (a key, data, a
@@ -24,6 +25,8 @@ UNMET_PROPERTY = "mlab_unmet_requirement"
 
 # the key under which the controller hands its session id to xdist workers (``workerinput``)
 WORKER_INPUT = "mlab_session"
+# ... and the API keys it took out of the environment (llm/secrets.py)
+WORKER_KEYS = "mlab_api_keys"
 
 
 def session_id(workerinput: dict[str, Any] | None) -> str:

@@ -4,7 +4,8 @@ Results reach the controller on pytest reports; after Ctrl-C or a dead xdist wor
 arrive (the single process stops before it reports the interrupted item, reports in flight from
 workers are dropped). Each run's trace names the session that started it, in its ``run`` record
 and its ``result`` record, so at the end the controller reads back every run of its own session,
-and none of another session sharing the output folder.
+and none of another session sharing the output folder. A result record without the harness's
+signature (results/signing.py) does not count as one: the run is shown as not graded.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from pytest_mlab.outcomes import EndReason
 from pytest_mlab.results.record import JudgedBy, RunIdentity, RunResult
+from pytest_mlab.results.signing import authentic, results_key
 
 def recovered_results(out_dir: Path, session: str, *,
                       interrupted: bool) -> tuple[list[RunResult], list[RunResult]]:
@@ -30,7 +32,7 @@ def recovered_results(out_dir: Path, session: str, *,
                 or not started.get("nodeid"):
             continue
         last = last_record(trace) or started
-        if last.get("type") == "result" and last.get("session") == session:
+        if last.get("type") == "result" and last.get("session") == session and authentic(last, results_key(out_dir)):
             graded.append(RunResult.from_dict(last))
         else:
             unfinished.append(_unfinished(started, last, trace, interrupted))

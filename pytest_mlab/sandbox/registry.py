@@ -223,9 +223,17 @@ def isolation_warning(kind: str, used: Iterable[str]) -> str | None:
     return "note: --sandbox=local: code run by agents was not isolated; it ran with your user's rights"
 
 
+LOCAL_WARNING = ("WARNING: --sandbox=local: code run by agents is NOT isolated; it can read the hidden answers, "
+                 "write the data cache and the results, and hide work from the clock, so its scores can be forged "
+                 "(docs/sandboxes.md)")
+
+
 def fallback_notice(kind: str) -> str | None:
-    """The notice the top of a session shows when ``auto`` will run agents' code unconfined:
-    ``auto`` never picks a weaker sandbox without saying so before the first run."""
+    """The notice the top of a session shows when agents' code will run unconfined: ``auto``
+    never picks a weaker sandbox without saying so before the first run, and ``local``, chosen on
+    purpose, still gets one line saying what it does not protect."""
+    if kind == FALLBACK:
+        return LOCAL_WARNING
     if kind != AUTO or resolve_kind(kind) != FALLBACK:
         return None
     return (f"WARNING: --sandbox=auto found no isolating sandbox, so code run by agents will NOT be isolated: "

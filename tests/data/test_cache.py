@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from pytest_mlab.data import prepare_data
-from pytest_mlab.errors import DataError
+from pytest_mlab.errors import DataCacheWarning, DataError
 from pytest_mlab.spec.project import Project
+from pytest_mlab.trace.snapshots import data_digests
 
 REPO = Path(__file__).resolve().parents[2]
 RECIPE = '''
@@ -80,8 +81,59 @@ def test_a_data_file_changed_through_a_link_is_prepared_again(toy_task, tmp_path
     target = data.public / "data.csv"
     os.chmod(target, 0o644)
     target.write_text("value\ntampered\n")
-    data = prepare_data(toy_task, "mini", tmp_path / "cache")
+    with pytest.warns(DataCacheWarning, match=r"'toy'.*public/data\.csv"):
+        data = prepare_data(toy_task, "mini", tmp_path / "cache")
     assert runs(log) == 2 and (data.public / "data.csv").read_text() == "value\n0\n"
+
+
+def rewrite_keeping_size_and_mtime(path: Path, text: str, *, by_rename: bool = False) -> None:
+    st = path.stat()
+    assert len(text) == st.st_size
+    if by_rename:  # a new inode: a lease on the old one never breaks
+        fresh = path.with_name(".forged")
+        fresh.write_text(text)
+        os.utime(fresh, ns=(st.st_atime_ns, st.st_mtime_ns))
+        os.replace(fresh, path)
+        return
+    path.chmod(0o644)
+    path.write_text(text)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    path.chmod(st.st_mode)
+
+
+@pytest.mark.parametrize("by_rename", [False, True])
+def test_hidden_answers_rewritten_with_their_size_and_mtime_are_prepared_again(toy_task, tmp_path, monkeypatch,
+                                                                              by_rename):
+    log = tmp_path / "log"
+    monkeypatch.setenv("RECIPE_LOG", str(log))
+    monkeypatch.setattr(data_digests, "take_lease", lambda fd: None)  # or the write waits for the lease break
+    data = prepare_data(toy_task, "mini", tmp_path / "cache")
+    assert os.stat(data.hidden / "answer.txt").st_mode & 0o222 == 0
+    rewrite_keeping_size_and_mtime(data.hidden / "answer.txt", "00", by_rename=by_rename)
+    with pytest.warns(DataCacheWarning, match=r"'toy'.*hidden/answer\.txt"):
+        data = prepare_data(toy_task, "mini", tmp_path / "cache")
+    assert runs(log) == 2 and (data.hidden / "answer.txt").read_text() == "42"
+
+
+def test_an_added_or_removed_file_is_prepared_again(toy_task, tmp_path):
+    data = prepare_data(toy_task, "mini", tmp_path / "cache")
+    (data.hidden / "extra.txt").write_text("planted")
+    with pytest.warns(DataCacheWarning, match="hidden/extra.txt"):
+        data = prepare_data(toy_task, "mini", tmp_path / "cache")
+    (data.public / "sub" / "more.csv").unlink()
+    with pytest.warns(DataCacheWarning, match="public/sub/more.csv"):
+        data = prepare_data(toy_task, "mini", tmp_path / "cache")
+    assert not (data.hidden / "extra.txt").exists() and (data.public / "sub" / "more.csv").exists()
+
+
+def test_the_harness_linking_public_files_moves_their_ctime_but_prepares_nothing(toy_task, tmp_path, monkeypatch,
+                                                                                 recwarn):
+    log = tmp_path / "log"
+    monkeypatch.setenv("RECIPE_LOG", str(log))
+    data = prepare_data(toy_task, "mini", tmp_path / "cache")
+    os.link(data.public / "data.csv", tmp_path / "linked.csv")  # as copy_in(link=True) does
+    prepare_data(toy_task, "mini", tmp_path / "cache")
+    assert runs(log) == 1 and not [w for w in recwarn if issubclass(w.category, DataCacheWarning)]
 
 
 def test_a_changed_recipe_is_prepared_again(toy_task, tmp_path, monkeypatch):

@@ -71,6 +71,7 @@ class FakeProvider:
         self.default = default or Reply.answer()
         self.replies: list[Reply] = []
         self.requests: list[dict[str, Any]] = []  # the JSON body of every request, in order
+        self.authorizations: list[str | None] = []  # the Authorization header of every request, in order
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -91,9 +92,10 @@ class FakeProvider:
         with self.lock:
             self.replies.extend(replies)
 
-    def next_reply(self, body: dict[str, Any]) -> Reply:
+    def next_reply(self, body: dict[str, Any], authorization: str | None = None) -> Reply:
         with self.lock:
             self.requests.append(body)
+            self.authorizations.append(authorization)
             return self.replies.pop(0) if self.replies else self.default
 
     def __enter__(self) -> "FakeProvider":
@@ -116,7 +118,7 @@ def _handler(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 body = json.loads(self.rfile.read(length) or b"{}")
             except ValueError:
                 body = {}
-            reply = fake.next_reply(body)
+            reply = fake.next_reply(body, self.headers.get("Authorization"))
             if reply.stall and fake.stopping.wait(reply.stall):
                 return
             try:

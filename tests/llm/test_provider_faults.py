@@ -4,9 +4,11 @@ the call the way the run must end (provider error, token limit, or a plain LLM e
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
-from pytest_mlab.llm import ROLES, LLMError, ProviderError, TokenLimitExceeded
+from pytest_mlab.llm import ROLES, LLMError, ProviderError, TokenLimitExceeded, secrets
 from pytest_mlab.llm.litellm_provider import LiteLLMProvider
 from pytest_mlab.llm.sampling import Sampling
 from pytest_mlab.llm.session import LLMSession
@@ -51,6 +53,15 @@ def test_a_good_call_is_one_request_carrying_the_roles_sampling(server, trace):
     assert (record["model"], record["provider_model"]) == (MODEL, "fake-model-0613")
     assert (record["temperature"], record["max_tokens"], record["timeout"]) == (0.25, 123, 5.0)
     assert (record["attempts"], record["retries"], record["errors"]) == (1, 0, [])
+
+
+def test_a_key_taken_out_of_the_environment_is_handed_to_litellm(server, trace, monkeypatch):
+    monkeypatch.setattr(secrets, "_held", {})
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-held")
+    secrets.take_from_environment()
+    assert "OPENAI_API_KEY" not in os.environ
+    assert session(trace, Sleeps()).complete("hi") == "fake answer"
+    assert server.authorizations == ["Bearer sk-held"]
 
 
 def test_rate_limit_waits_as_long_as_retry_after_says(server, trace):

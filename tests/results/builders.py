@@ -6,9 +6,11 @@ import json
 from pathlib import Path
 
 from pytest_mlab.results.record import RunResult
+from pytest_mlab.results.signing import results_key, signed
 from pytest_mlab.trace import SnapshotStore, TraceWriter
 
 SESSION = "this-session"  # the session id of traces written here, unless told otherwise
+KEY = bytes(range(32))  # the key saved_run signs its result record with, as a results folder's would
 
 
 def run(task: str = "digits", agent: str = "reference", seed: int = 0, **changes) -> RunResult:
@@ -47,7 +49,7 @@ def saved_run(run_dir: Path, steps: list[tuple[str, dict[str, str], str]], resul
                          "duration": 0.5, "low_level": [], "snapshot": snapshot, "ended": None})
         if result is not None:
             result.run_dir, result.trace = str(run_dir), str(run_dir / "trace.jsonl")
-            trace.write({"type": "result", "snapshot": snapshot, **result.to_dict()})
+            trace.write(signed({"type": "result", "snapshot": snapshot, **result.to_dict()}, KEY))
     return result
 
 
@@ -62,7 +64,7 @@ def write_trace(out_dir: Path, result, *, session: str | None = SESSION, graded:
                      "variant": result.variant, "sandbox": "bwrap", "t": 100.0})
         trace.write({"type": "step", "step": 1, "t": 107.5})
         if graded:
-            trace.write({"type": "result", "session": session, **result.to_dict()})
+            trace.write(signed({"type": "result", "session": session, **result.to_dict()}, results_key(out_dir)))
     with open(path, "ab") as handle:
         handle.write(tail)
     return path

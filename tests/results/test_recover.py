@@ -17,6 +17,7 @@ from pytest_mlab.results.record import RESULT_PROPERTY, RunIdentity, RunResult
 from pytest_mlab.plugin.state import WORKER_INPUT, session_id
 from pytest_mlab.results.recover import recovered_results
 from pytest_mlab.results.resume import finished_result
+from pytest_mlab.results.signing import results_key
 from pytest_mlab.runner import execute
 from pytest_mlab.spec.plan import Settings, compile_plans
 from pytest_mlab.spec.project import Project
@@ -53,6 +54,14 @@ def test_this_sessions_runs_come_back_graded_or_as_stopped_before_grading(tmp_pa
     assert row.score is None and row.wall_time == 7.5 and row.trace == str(stopped)
     assert "--mlab-resume runs it again" in row.message
     assert recovered_results(tmp_path / "nowhere", SESSION, interrupted=True) == ([], [])
+
+
+def test_a_result_record_without_the_harness_signature_is_not_taken_as_graded(tmp_path):
+    forged = write_trace(tmp_path, run(agent="forger"), graded=False)
+    with open(forged, "a") as handle:
+        handle.write(json.dumps({"type": "result", "session": SESSION, **run(agent="forger").to_dict()}) + "\n")
+    done, unfinished = recovered_results(tmp_path, SESSION, interrupted=False)
+    assert done == [] and [row.agent for row in unfinished] == ["forger"] and not unfinished[0].passed
 
 
 def report(result=None, *, nodeid: str | None = None, crash: str | None = None) -> SimpleNamespace:
@@ -132,7 +141,8 @@ def test_the_runner_names_the_session_and_records_a_harness_failure(plans, tmp_p
     assert not finished.infrastructure and finished.end_reason == "final answer"
     assert failed.infrastructure and failed.end_reason == "crashed" and "LLMError" in failed.message
     # --mlab-resume keeps the graded run and runs the one the provider broke again
-    assert finished_result(Path(finished.run_dir), finished.run_id, "n").resumed
-    assert finished_result(Path(failed.run_dir), failed.run_id, "n") is None
+    key = results_key(tmp_path / "out")
+    assert finished_result(Path(finished.run_dir), finished.run_id, "n", key).resumed
+    assert finished_result(Path(failed.run_dir), failed.run_id, "n", key) is None
     identity = RunIdentity.of_plan(plans["reference"], "n", "local")
     assert RunResult.crashed(identity, "the sandbox could not start").infrastructure

@@ -314,7 +314,7 @@ def test_an_auto_fallback_is_announced_and_recorded(no_bwrap):
                              "be isolated") and "bubblewrap is not installed" in notice and "--sandbox=local" in notice
     record = isolation_record("auto")
     assert record["sandbox_resolved"] == "local" and record["isolation"].startswith("NOT isolated")
-    assert fallback_notice("local") is None  # chosen on purpose: the summary's note is enough
+    assert fallback_notice("local").startswith("WARNING: --sandbox=local: code run by agents is NOT isolated")
     assert isolation_record("local") == {"sandbox_resolved": "local", "isolation": "not isolated: --sandbox=local was chosen"}
 
 

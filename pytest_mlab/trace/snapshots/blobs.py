@@ -82,7 +82,7 @@ class BlobStore:
                 return None
             if digest is None:
                 fh.seek(0)
-                digest = _hash_stream(fh)
+                digest = hash_stream(fh)
             return self._place_new(tmp, digest, st.st_size)
         finally:
             unlink_quietly(tmp)
@@ -120,7 +120,7 @@ def _corrupt(root: Path, digest: str, rel: str, snapshot_id: str, what: str) -> 
     return TraceError(f"snapshot store {root} is corrupt: blob {digest} for {rel!r} of snapshot {snapshot_id} {what}")
 
 
-def _hash_stream(fh: BinaryIO) -> str:
+def hash_stream(fh: BinaryIO) -> str:
     """sha256 of everything left in ``fh``."""
     digest = _new_hasher()
     for chunk in iter(lambda: fh.read(_CHUNK), b""):

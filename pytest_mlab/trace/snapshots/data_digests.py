@@ -37,6 +37,7 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
+from pytest_mlab.trace.snapshots.blobs import hash_stream
 from pytest_mlab.trace.snapshots.digest_cache import RACY_WINDOW_NS
 from pytest_mlab.trace.snapshots.disk import temp_path, unlink_quietly
 
@@ -120,6 +121,23 @@ def vouch(paths: list[Path], digests_file: Path | None) -> None:
                 os.close(leased)
             else:
                 keep(leased, digest)
+
+
+def digest_of(path: Path, digests_file: Path | None) -> str:
+    """The sha256 of the data file at ``path``: vouched for by a lease or an entry, else hashed
+    (under a lease taken first, which is kept, so later scans of this process trust it).
+    Raises OSError when the file cannot be opened (missing, a symlink)."""
+    fd = os.open(path, _OPEN)
+    try:
+        digest, leased = lookup(fd, digests_file)
+        if digest is None:
+            with open(fd, "rb", closefd=False) as fh:
+                digest = hash_stream(fh)
+    finally:
+        os.close(fd)
+    if leased is not None:
+        keep(leased, digest)
+    return digest
 
 
 def recall(st: os.stat_result) -> str | None:
