@@ -13,6 +13,7 @@ from pytest_mlab.env import Environment
 from pytest_mlab.trace import TraceWriter
 from pytest_mlab.trace.snapshots import durability
 from pytest_mlab.results.resume import finished_result
+from pytest_mlab.results.signing import results_key
 from tests.helpers import folder_chain, toy_run
 
 
@@ -59,4 +60,4 @@ def test_a_workspace_beyond_its_limits_is_the_agents_failure_kept_by_resume(tmp_
     result = toy_run(tmp_path)
     assert (result.end_reason, result.failure, result.infrastructure) == ("workspace limit", "workspace limit", False)
     assert result.score is None and "nested more than 100 deep" in result.message
-    assert finished_result(Path(result.run_dir), result.run_id, "again") is not None
+    assert finished_result(Path(result.run_dir), result.run_id, "again", results_key(tmp_path / "out")) is not None
