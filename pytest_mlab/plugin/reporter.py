@@ -5,6 +5,7 @@ a session that runs nothing does not load them."""
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -50,6 +51,7 @@ class ResultsReporter:
         self.finished: set[str] = set()  # node ids whose run pytest_mlab_run_finished has heard of
         self.hook_failures = 0
         self.gate_text: str | None = None
+        self.warming: threading.Thread | None = None  # the report's imports, started once runs are known
         # read the reference now: a wrong --mlab-compare path stops the session before any run
         self.reference = None
         if settings.compare:
@@ -85,7 +87,7 @@ class ResultsReporter:
         from pytest_mlab.plugin.notices import unused_llm_notice
         from pytest_mlab.results.report import warm_up
 
-        warm_up()  # the report's libraries load while the runs go on
+        self.warming = warm_up()  # the report's libraries load while the runs go on
 
         terminal = config.pluginmanager.getplugin("terminalreporter")
         if terminal is None:
@@ -195,6 +197,8 @@ class ResultsReporter:
         try:
             return (yield)
         finally:
+            if self.warming is not None:  # never import them in two threads at once (matplotlib's
+                self.warming.join()       # circular imports would see half-made modules)
             self._recover(interrupted=session.exitstatus == pytest.ExitCode.INTERRUPTED)
             self._write(session)
             self._check_something_ran(session)

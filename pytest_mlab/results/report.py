@@ -26,18 +26,16 @@ class Outputs:
 
 
 def warm_up() -> threading.Thread:
-    """Import what the outputs need (pandas, matplotlib with Agg) in a background thread, started
+    """Import what the outputs need (pandas, matplotlib and its Agg backend) in a background thread, started
     once a session knows it has runs: about 1.5 s of CPU that the session's end would otherwise
     wait for after its last run. The thread only imports: the outputs are written at the end, in
     the session's own thread, whether or not it has finished by then."""
 
     def imports() -> None:
-        try:
-            import matplotlib
-            import pandas  # noqa: F401
-
-            matplotlib.use("Agg", force=True)
+        try:  # imports only: choosing the backend here could switch it under a figure being drawn
+            import matplotlib.backends.backend_agg  # noqa: F401
             import matplotlib.pyplot  # noqa: F401
+            import pandas  # noqa: F401
         except Exception:  # noqa: BLE001  (the end of the session imports them again, and says what fails)
             pass
 
