@@ -2,7 +2,7 @@
 grade -> result.
 
 Whatever happens to the agent (crash, time-out, Ctrl-C), the trace is closed with how the run
-ended and the final workspace is snapshotted and graded. Nothing here knows pytest: the plugin
+ended and the final workspace is snapshotted and graded (after Ctrl-C, within a bound). Nothing here knows pytest: the plugin
 calls :func:`run_item` and reports what it returns.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import traceback
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator
@@ -44,6 +44,11 @@ from pytest_mlab.trace.progress import GRADING, QUIET, SCORING_STEPS, SETTING_UP
 from pytest_mlab.trace.step_scores import saved_step_scores
 
 
+# After Ctrl-C the run's final workspace is graded within this bound (plus the deadline's grace), so
+# that the session stops soon; a second Ctrl-C stops it at once. Past it the run has no result record.
+INTERRUPTED_GRADING_S = 60.0
+
+
 class BudgetSpent(MlabError):
     """The session's LLM budget is spent: the item is not started (the plugin skips it)."""
 
@@ -56,7 +61,8 @@ def run_item(plan: RunPlan, nodeid: str, settings: Settings, *, session: str | N
 
     Raises :class:`BudgetSpent` when --mlab-max-cost is reached before the run starts (a run that
     reaches it later ends as ``budget spent``), and
-    ``KeyboardInterrupt`` after a run cut short by Ctrl-C was graded and its result written."""
+    ``KeyboardInterrupt`` after a run cut short by Ctrl-C was graded and its result written, or its
+    grading ran past :data:`INTERRUPTED_GRADING_S`."""
     if settings.resume:
         resumed = _resumed(plan, nodeid)
         if resumed is not None:
@@ -206,9 +212,15 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
         if final is None:  # the workspace went beyond its limits: the agent's failure, nothing to grade
             grade, detail = Grade(None, env.over_limits), env.over_limits
         else:
-            # checked again: under the local backend the agent could have rewritten the answers (cache.py)
-            data = prepare_data(plan.task, plan.variant, plan.cache_dir, notify=status.phase)
-            grade = grade_snapshot(plan.task, snapshots, final, data, sandbox=sandbox.name, options=options)
+            try:
+                with deadline(INTERRUPTED_GRADING_S) if interrupted else nullcontext():
+                    # checked again: under the local backend the agent could have rewritten the answers (cache.py)
+                    data = prepare_data(plan.task, plan.variant, plan.cache_dir, notify=status.phase)
+                    grade = grade_snapshot(plan.task, snapshots, final, data, sandbox=sandbox.name, options=options)
+            except RunTimedOut:  # only after Ctrl-C: the row says it was not graded (results/recover.py)
+                trace.write({"type": "grading stopped", "session": session,
+                             "detail": f"grading after Ctrl-C did not finish within {INTERRUPTED_GRADING_S:.0f}s"})
+                raise KeyboardInterrupt from None
         keep_timing(grade, run_dir)
         claims = unmeasured_claims(read_trace(trace_path))
         verdict = judge(plan.task, plan.baseline, grade, env.end_reason, plan.agent.expect, detail, claims,

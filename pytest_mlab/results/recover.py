@@ -47,8 +47,11 @@ def _unfinished(started: dict[str, Any], last: dict[str, Any], trace: Path, inte
 
     end_reason = EndReason.INTERRUPTED if interrupted else EndReason.CRASHED
     why = "the session was interrupted" if interrupted else "its worker died"
+    why = f"{why} before this run was graded"
+    if last.get("type") == "grading stopped":  # Ctrl-C, and grading took longer than its bound (runner.py)
+        why = str(last.get("detail"))
     return RunResult.crashed(
         RunIdentity.from_record(started, fallback_run_id=trace.parent.name),
-        f"{why} before this run was graded; --mlab-resume runs it again", judged=JudgedBy.from_record(started),
+        f"{why}; --mlab-resume runs it again", judged=JudgedBy.from_record(started),
         end_reason=end_reason, steps=steps_taken(trace),
         trace=str(trace), wall_time=round(max(0.0, last.get("t", 0.0) - started.get("t", 0.0)), 3))
