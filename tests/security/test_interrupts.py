@@ -149,6 +149,9 @@ def test_sigint_mid_run_then_resume(kind, how, pytester, project):  # noqa: F811
     assert first["baseline"]["end_reason"] == "final answer" and first["baseline"]["passed"]
     interrupted = first["waiter"]
     assert interrupted["end_reason"] == "interrupted" and not interrupted["passed"] and not interrupted["resumed"]
+    assert interrupted["infrastructure"] and interrupted["steps"] == 1  # Ctrl-C is not the agent's failure
+    assert interrupted["valid"] and interrupted["score"] == 0.0  # its final workspace was graded
+    assert not first["baseline"]["infrastructure"]
     assert interrupted["sandbox"] == kind and interrupted["trace"] == str(trace_of(project, "waiter"))
     records = read_trace(trace_of(project, "waiter"))
     assert records[0]["session"] == records[-1]["session"] and records[-1]["type"] == "result"
@@ -177,6 +180,7 @@ def test_sigkill_of_a_worker_mid_run_then_resume(kind, pytester, project):  # no
     assert first["baseline"]["passed"] and first["reference"]["passed"]
     killed = first["waiter"]
     assert killed["end_reason"] == "crashed" and killed["infrastructure"] and not killed["passed"]
+    assert killed["steps"] == 1  # counted from its trace
     assert "crashed while running" in killed["message"]
     assert not any(record.get("type") == "result" for record in read_trace(trace_of(project, "waiter")))
     finished = {agent: trace_of(project, agent).read_bytes() for agent in ("baseline", "reference")}
@@ -188,3 +192,33 @@ def test_sigkill_of_a_worker_mid_run_then_resume(kind, pytester, project):  # no
         assert trace_of(project, agent).read_bytes() == finished[agent]
     assert not again["waiter"]["resumed"] and again["waiter"]["end_reason"] == "final answer"
     assert again["waiter"]["passed"] and not again["waiter"]["infrastructure"]
+
+
+SLOW_GRADING_S = 12  # past xdist's window for a worker's grading (about 5 s), within the runner's bound (60 s)
+
+
+@pytest.mark.parametrize("how", ["alone", "xdist-controller", "xdist-group"])
+def test_sigint_while_grading_takes_longer_than_xdist_waits(kind, how, pytester, project):  # noqa: F811
+    """Alone, the interrupted run is graded (within the runner's bound). Under xdist its worker is
+    stopped before grading ends: the row is ``interrupted`` without a score. Either way it is an
+    infrastructure failure and its steps are those of its trace."""
+    grader = project / "task_assets" / "toy" / "grader.py"
+    grader.write_text(grader.read_text().replace(
+        "def score(workspace: Path, answers: Path) -> float:\n",
+        f"def score(workspace: Path, answers: Path) -> float:\n    __import__('time').sleep({SLOW_GRADING_S})\n"))
+    workers = [] if how == "alone" else ["-n", "2"]
+    process = start(project, kind, "--agent=waiter", *workers)
+    wait_until_waiting(process, project, finished=())
+    os.killpg(process.pid, signal.SIGINT) if how == "xdist-group" else os.kill(process.pid, signal.SIGINT)
+    code, output = finish(process, project)
+
+    assert code == pytest.ExitCode.INTERRUPTED, output
+    row = rows(project)["waiter"]
+    assert row["end_reason"] == row["failure"] == "interrupted" and row["infrastructure"] and not row["passed"]
+    assert row["steps"] == 1, output
+    last = read_trace(trace_of(project, "waiter"))[-1]
+    if how == "alone":
+        assert last["type"] == "result" and row["valid"] and row["score"] == 0.0
+    else:
+        assert last["type"] != "result" and row["score"] is None
+        assert "the session was interrupted before this run was graded" in row["message"]
