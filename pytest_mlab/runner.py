@@ -20,6 +20,7 @@ from pytest_mlab.agents import load_agent
 from pytest_mlab.data import prepare_data
 from pytest_mlab.data.cache import DATA_DIGESTS
 from pytest_mlab.env import Environment, ReadOnlyRules
+from pytest_mlab.env.ctrl_c import INTERRUPTED_GRADING_S, one_ctrl_c
 from pytest_mlab.env.deadline import RunTimedOut, deadline
 from pytest_mlab.errors import HostLost, MlabError
 from pytest_mlab.grading.claims import unmeasured_claims
@@ -40,13 +41,8 @@ from pytest_mlab.sandbox.workspace import remove_tree
 from pytest_mlab.spec.plan import RunPlan, Settings
 from pytest_mlab.trace import SnapshotStore, TraceWriter, read_trace
 from pytest_mlab.trace.snapshots.data_digests import vouch
-from pytest_mlab.trace.progress import GRADING, QUIET, SCORING_STEPS, SETTING_UP, RunStatus
+from pytest_mlab.trace.progress import GRADING, INTERRUPTED, QUIET, SCORING_STEPS, SETTING_UP, RunStatus
 from pytest_mlab.trace.step_scores import saved_step_scores
-
-
-# After Ctrl-C the run's final workspace is graded within this bound (plus the deadline's grace), so
-# that the session stops soon; a second Ctrl-C stops it at once. Past it the run has no result record.
-INTERRUPTED_GRADING_S = 60.0
 
 
 class BudgetSpent(MlabError):
@@ -170,7 +166,7 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
     # the store settles last, once the workspace and grading folders (links to the data) are gone
     with SnapshotStore(run_dir / "snapshots", data_digests=digests) as snapshots, \
             TraceWriter(trace_path, observer=status.observe) as trace, \
-            open_sandbox(plan.sandbox, options=options) as sandbox:
+            open_sandbox(plan.sandbox, options=options) as sandbox, ExitStack() as after_ctrl_c:
         host = getattr(getattr(sandbox, "host", None), "name", None)  # docker: the daemon that runs it
         identity, judged = RunIdentity.of_plan(plan, nodeid, sandbox.name, gpus, host), JudgedBy.of_plan(plan)
         trace.write({"type": "run", "session": session, **identity.to_record(), **judged.to_record(),
@@ -199,6 +195,8 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
             env.end(EndReason.CRASHED, detail)
         except KeyboardInterrupt:
             interrupted = True
+            after_ctrl_c.enter_context(one_ctrl_c())  # first: the same Ctrl-C may come again at once
+            status.phase(INTERRUPTED)  # an xdist controller passes Ctrl-C on to no run in this phase
             env.end(EndReason.INTERRUPTED, "Ctrl-C")
         except HostLost as exc:  # the machine under the sandbox went away: the harness's failure
             infrastructure, detail = True, f"HostLost: {exc}"
@@ -208,14 +206,17 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
             detail = "".join(traceback.format_exception(exc))[-4000:]
             env.end(EndReason.CRASHED, detail)
         final = env.final_snapshot()
-        status.phase(GRADING)
+        if not interrupted:
+            status.phase(GRADING)
         if final is None:  # the workspace went beyond its limits: the agent's failure, nothing to grade
             grade, detail = Grade(None, env.over_limits), env.over_limits
         else:
             try:
                 with deadline(INTERRUPTED_GRADING_S) if interrupted else nullcontext():
-                    # checked again: under the local backend the agent could have rewritten the answers (cache.py)
-                    data = prepare_data(plan.task, plan.variant, plan.cache_dir, notify=status.phase)
+                    # checked again: under the local backend the agent could have rewritten the answers (cache.py);
+                    # an interrupted run keeps its phase (plugin/interrupts.py)
+                    data = prepare_data(plan.task, plan.variant, plan.cache_dir,
+                                        notify=None if interrupted else status.phase)
                     grade = grade_snapshot(plan.task, snapshots, final, data, sandbox=sandbox.name, options=options)
             except RunTimedOut:  # only after Ctrl-C: the row says it was not graded (results/recover.py)
                 trace.write({"type": "grading stopped", "session": session,

@@ -194,31 +194,64 @@ def test_sigkill_of_a_worker_mid_run_then_resume(kind, pytester, project):  # no
     assert again["waiter"]["passed"] and not again["waiter"]["infrastructure"]
 
 
-SLOW_GRADING_S = 12  # past xdist's window for a worker's grading (about 5 s), within the runner's bound (60 s)
+SLOW_GRADING_S = 12  # past xdist's own window for a worker (it kills one 10 s after asking it to exit)
 
 
-@pytest.mark.parametrize("how", ["alone", "xdist-controller", "xdist-group"])
-def test_sigint_while_grading_takes_longer_than_xdist_waits(kind, how, pytester, project):  # noqa: F811
-    """Alone, the interrupted run is graded (within the runner's bound). Under xdist its worker is
-    stopped before grading ends: the row is ``interrupted`` without a score. Either way it is an
-    infrastructure failure and its steps are those of its trace."""
+def slow_grader(project: Path, seconds: float) -> None:
+    """The toy task's grader takes ``seconds`` more."""
     grader = project / "task_assets" / "toy" / "grader.py"
     grader.write_text(grader.read_text().replace(
         "def score(workspace: Path, answers: Path) -> float:\n",
-        f"def score(workspace: Path, answers: Path) -> float:\n    __import__('time').sleep({SLOW_GRADING_S})\n"))
+        f"def score(workspace: Path, answers: Path) -> float:\n    __import__('time').sleep({seconds})\n"))
+
+
+def ctrl_c(process: subprocess.Popen, how: str) -> None:
+    """``xdist-group``: the terminal's Ctrl-C, to every process of the session; else to pytest alone."""
+    if how == "xdist-group":
+        os.killpg(process.pid, signal.SIGINT)
+    else:
+        os.kill(process.pid, signal.SIGINT)
+
+
+@pytest.mark.parametrize("how", ["alone", "xdist-controller", "xdist-group"])
+def test_sigint_grades_the_run_in_progress_even_when_grading_outlasts_xdists_window(kind, how, pytester,
+                                                                                    project):  # noqa: F811
+    """The interrupted run is graded, alone and under xdist, though grading takes longer than xdist
+    waits for a worker on its own; the row is an infrastructure failure with its trace's steps."""
+    slow_grader(project, SLOW_GRADING_S)
     workers = [] if how == "alone" else ["-n", "2"]
     process = start(project, kind, "--agent=waiter", *workers)
     wait_until_waiting(process, project, finished=())
-    os.killpg(process.pid, signal.SIGINT) if how == "xdist-group" else os.kill(process.pid, signal.SIGINT)
+    ctrl_c(process, how)
     code, output = finish(process, project)
 
     assert code == pytest.ExitCode.INTERRUPTED, output
     row = rows(project)["waiter"]
     assert row["end_reason"] == row["failure"] == "interrupted" and row["infrastructure"] and not row["passed"]
-    assert row["steps"] == 1, output
-    last = read_trace(trace_of(project, "waiter"))[-1]
-    if how == "alone":
-        assert last["type"] == "result" and row["valid"] and row["score"] == 0.0
-    else:
-        assert last["type"] != "result" and row["score"] is None
-        assert "the session was interrupted before this run was graded" in row["message"]
+    assert row["steps"] == 1 and row["valid"] and row["score"] == 0.0, output
+    assert read_trace(trace_of(project, "waiter"))[-1]["type"] == "result"
+
+
+@pytest.mark.parametrize("how", ["alone", "xdist-controller", "xdist-group"])
+def test_a_second_sigint_stops_grading_at_once(kind, how, pytester, project):  # noqa: F811
+    """Grading would take 60 s; a second Ctrl-C, 2 s after the first, stops the session well before
+    that, and leaves an interrupted row without a score (run again by --mlab-resume)."""
+    slow_grader(project, 60)
+    workers = [] if how == "alone" else ["-n", "2"]
+    process = start(project, kind, "--agent=waiter", *workers)
+    wait_until_waiting(process, project, finished=())
+    ctrl_c(process, how)
+    deadline = time.monotonic() + PATIENCE_S
+    while not any(record.get("type") == "ended" for record in read_trace(trace_of(project, "waiter"))):
+        assert time.monotonic() < deadline and process.poll() is None, log_of(project)
+        time.sleep(0.1)
+    time.sleep(2)  # past the window in which a SIGINT counts as the same Ctrl-C
+    stopped = time.monotonic()
+    ctrl_c(process, how)
+    code, output = finish(process, project)
+
+    assert time.monotonic() - stopped < 30, output  # not the grader's 60 s (nor xdist's wait for it)
+    assert code == pytest.ExitCode.INTERRUPTED, output
+    row = rows(project)["waiter"]
+    assert row["end_reason"] == "interrupted" and row["infrastructure"] and row["score"] is None
+    assert row["steps"] == 1 and "before this run was graded" in row["message"]
