@@ -2,8 +2,8 @@
 grade -> result.
 
 Whatever happens to the agent (crash, time-out, Ctrl-C), the trace is closed with how the run
-ended and the final workspace is snapshotted and graded (after Ctrl-C, within a bound). Nothing here knows pytest: the plugin
-calls :func:`run_item` and reports what it returns.
+ended and the final workspace is snapshotted and graded (after Ctrl-C, within a bound). Nothing
+here knows pytest: the plugin calls :func:`run_item` and reports what it returns.
 """
 
 from __future__ import annotations
