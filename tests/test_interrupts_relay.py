@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from pytest_mlab.plugin.interrupts import settle
-from pytest_mlab.trace.progress import INTERRUPTED, STEPPING, Status, progress_dir
+from pytest_mlab.trace.progress import GRADING, INTERRUPTED, STEPPING, Status, progress_dir
 
 WORKER = """
 import signal, sys, time
@@ -34,10 +34,10 @@ def status_file(out: Path, name: str, pid: int, phase: str) -> Path:
     return path
 
 
-def test_runs_still_acting_are_interrupted_and_waited_for_those_ctrl_c_reached_are_not(tmp_path: Path):
+def test_runs_still_acting_are_interrupted_and_all_are_waited_for(tmp_path: Path):
     out = tmp_path / "out"
     workers = {}
-    for name, phase in (("acting", STEPPING), ("reached", INTERRUPTED)):
+    for name, phase in (("acting", STEPPING), ("reached", INTERRUPTED), ("grading", GRADING)):
         worker = subprocess.Popen([sys.executable, "-c", WORKER, str(tmp_path / name), str(progress_dir(out) /
                                    f"{name}.json")], stdout=subprocess.PIPE)
         assert worker.stdout.readline() == b"ready\n"
@@ -49,8 +49,9 @@ def test_runs_still_acting_are_interrupted_and_waited_for_those_ctrl_c_reached_a
 
     assert (tmp_path / "acting").read_text() == "1"  # told once, and its run ended
     assert not (progress_dir(out) / "acting.json").exists()
-    assert workers["reached"].poll() is None and not (tmp_path / "reached").exists()  # never told
-    workers["reached"].send_signal(signal.SIGINT)  # its own grading ends
+    for name in ("reached", "grading"):  # never told: left to finish their grading
+        assert workers[name].poll() is None and not (tmp_path / name).exists()
+        workers[name].send_signal(signal.SIGINT)  # their grading ends
     for worker in workers.values():
         worker.wait(10)
     settle(out, "s", time.monotonic() + 600)  # nothing left running (the dead worker's file aside): at once

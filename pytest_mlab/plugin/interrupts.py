@@ -19,9 +19,11 @@ import pytest
 
 from pytest_mlab.env.ctrl_c import INTERRUPTED_GRADING_S
 from pytest_mlab.env.deadline import GRACE_FRACTION
-from pytest_mlab.trace.progress import INTERRUPTED, Status, read_statuses
+from pytest_mlab.trace.progress import GRADING, INTERRUPTED, Status, read_statuses
 
 SNAPSHOT_MARGIN_S = 30.0  # for the final snapshot and the result record, around grading
+# runs in these phases are waited for, never interrupted: Ctrl-C reached them, or they are grading already
+LEFT_TO_FINISH = frozenset({INTERRUPTED, GRADING})
 PATIENCE_S = INTERRUPTED_GRADING_S * (1 + GRACE_FRACTION) + SNAPSHOT_MARGIN_S
 POLL_S = 0.1
 
@@ -37,6 +39,11 @@ class CtrlCRelay:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if session.exitstatus != pytest.ExitCode.INTERRUPTED:
             return
+        running = _running(self.out_dir, self.session)
+        terminal = session.config.pluginmanager.get_plugin("terminalreporter")
+        if running and terminal is not None:
+            terminal.write_line(f"pytest-mlab: Ctrl-C: {len(running)} run(s) grade their final workspace (up to "
+                                f"{PATIENCE_S:.0f} s); Ctrl-C again to stop at once", yellow=True)
         try:
             settle(self.out_dir, self.session, time.monotonic() + PATIENCE_S)
         except KeyboardInterrupt:  # a second Ctrl-C: every run still going stops now
@@ -45,15 +52,15 @@ class CtrlCRelay:
 
 
 def settle(out_dir: Path, session: str, until: float) -> None:
-    """Interrupt each run of ``session`` still acting (not the ones Ctrl-C already reached), then
-    wait until none is left or ``until`` (a ``time.monotonic()`` value) passes."""
+    """Interrupt each run of ``session`` still acting (not those Ctrl-C already reached, nor those
+    grading), then wait until none is left or ``until`` (a ``time.monotonic()`` value) passes."""
     told: set[tuple[int, str]] = set()
     while True:
         running = _running(out_dir, session)
         if not running or time.monotonic() >= until:
             return
         for status in running:
-            if status.phase != INTERRUPTED and (status.pid, status.run_id) not in told:
+            if status.phase not in LEFT_TO_FINISH and (status.pid, status.run_id) not in told:
                 told.add((status.pid, status.run_id))
                 _interrupt(status.pid)
         time.sleep(POLL_S)
