@@ -232,6 +232,8 @@ def test_sigint_grades_the_run_in_progress_even_when_grading_outlasts_xdists_win
     assert row["end_reason"] == row["failure"] == "interrupted" and row["infrastructure"] and not row["passed"]
     assert row["steps"] == 1 and row["valid"] and row["score"] == 0.0, output
     assert read_trace(trace_of(project, "waiter"))[-1]["type"] == "result"
+    if how != "alone":  # the controller said why it waits
+        assert "1 run(s) grade their final workspace" in output and "Ctrl-C again to stop at once" in output
 
 
 @pytest.mark.parametrize("how", ["alone", "xdist-controller", "xdist-group"])
