@@ -2,15 +2,15 @@
 grade -> result.
 
 Whatever happens to the agent (crash, time-out, Ctrl-C), the trace is closed with how the run
-ended and the final workspace is snapshotted and graded. Nothing here knows pytest: the plugin
-calls :func:`run_item` and reports what it returns.
+ended and the final workspace is snapshotted and graded (after Ctrl-C, within a bound). Nothing
+here knows pytest: the plugin calls :func:`run_item` and reports what it returns.
 """
 
 from __future__ import annotations
 
 import time
 import traceback
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator
@@ -20,6 +20,7 @@ from pytest_mlab.agents import load_agent
 from pytest_mlab.data import prepare_data
 from pytest_mlab.data.cache import DATA_DIGESTS
 from pytest_mlab.env import Environment, ReadOnlyRules
+from pytest_mlab.env.ctrl_c import INTERRUPTED_GRADING_S, one_ctrl_c
 from pytest_mlab.env.deadline import RunTimedOut, deadline
 from pytest_mlab.errors import HostLost, MlabError
 from pytest_mlab.grading.claims import unmeasured_claims
@@ -40,7 +41,7 @@ from pytest_mlab.sandbox.workspace import remove_tree
 from pytest_mlab.spec.plan import RunPlan, Settings
 from pytest_mlab.trace import SnapshotStore, TraceWriter, read_trace
 from pytest_mlab.trace.snapshots.data_digests import vouch
-from pytest_mlab.trace.progress import GRADING, QUIET, SCORING_STEPS, SETTING_UP, RunStatus
+from pytest_mlab.trace.progress import GRADING, INTERRUPTED, QUIET, SCORING_STEPS, SETTING_UP, RunStatus
 from pytest_mlab.trace.step_scores import saved_step_scores
 
 
@@ -56,7 +57,8 @@ def run_item(plan: RunPlan, nodeid: str, settings: Settings, *, session: str | N
 
     Raises :class:`BudgetSpent` when --mlab-max-cost is reached before the run starts (a run that
     reaches it later ends as ``budget spent``), and
-    ``KeyboardInterrupt`` after a run cut short by Ctrl-C was graded and its result written."""
+    ``KeyboardInterrupt`` after a run cut short by Ctrl-C was graded and its result written, or its
+    grading ran past :data:`INTERRUPTED_GRADING_S`."""
     if settings.resume:
         resumed = _resumed(plan, nodeid)
         if resumed is not None:
@@ -164,7 +166,7 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
     # the store settles last, once the workspace and grading folders (links to the data) are gone
     with SnapshotStore(run_dir / "snapshots", data_digests=digests) as snapshots, \
             TraceWriter(trace_path, observer=status.observe) as trace, \
-            open_sandbox(plan.sandbox, options=options) as sandbox:
+            open_sandbox(plan.sandbox, options=options) as sandbox, ExitStack() as after_ctrl_c:
         host = getattr(getattr(sandbox, "host", None), "name", None)  # docker: the daemon that runs it
         identity, judged = RunIdentity.of_plan(plan, nodeid, sandbox.name, gpus, host), JudgedBy.of_plan(plan)
         trace.write({"type": "run", "session": session, **identity.to_record(), **judged.to_record(),
@@ -193,6 +195,8 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
             env.end(EndReason.CRASHED, detail)
         except KeyboardInterrupt:
             interrupted = True
+            after_ctrl_c.enter_context(one_ctrl_c())  # first: the same Ctrl-C may come again at once
+            status.phase(INTERRUPTED)  # an xdist controller passes Ctrl-C on to no run in this phase
             env.end(EndReason.INTERRUPTED, "Ctrl-C")
         except HostLost as exc:  # the machine under the sandbox went away: the harness's failure
             infrastructure, detail = True, f"HostLost: {exc}"
@@ -202,13 +206,22 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
             detail = "".join(traceback.format_exception(exc))[-4000:]
             env.end(EndReason.CRASHED, detail)
         final = env.final_snapshot()
-        status.phase(GRADING)
+        if not interrupted:
+            status.phase(GRADING)
         if final is None:  # the workspace went beyond its limits: the agent's failure, nothing to grade
             grade, detail = Grade(None, env.over_limits), env.over_limits
         else:
-            # checked again: under the local backend the agent could have rewritten the answers (cache.py)
-            data = prepare_data(plan.task, plan.variant, plan.cache_dir, notify=status.phase)
-            grade = grade_snapshot(plan.task, snapshots, final, data, sandbox=sandbox.name, options=options)
+            try:
+                with deadline(INTERRUPTED_GRADING_S) if interrupted else nullcontext():
+                    # checked again: under the local backend the agent could have rewritten the answers (cache.py);
+                    # an interrupted run keeps its phase (plugin/interrupts.py)
+                    data = prepare_data(plan.task, plan.variant, plan.cache_dir,
+                                        notify=None if interrupted else status.phase)
+                    grade = grade_snapshot(plan.task, snapshots, final, data, sandbox=sandbox.name, options=options)
+            except RunTimedOut:  # only after Ctrl-C: the row says it was not graded (results/recover.py)
+                trace.write({"type": "grading stopped", "session": session,
+                             "detail": f"grading after Ctrl-C did not finish within {INTERRUPTED_GRADING_S:.0f}s"})
+                raise KeyboardInterrupt from None
         keep_timing(grade, run_dir)
         claims = unmeasured_claims(read_trace(trace_path))
         verdict = judge(plan.task, plan.baseline, grade, env.end_reason, plan.agent.expect, detail, claims,

@@ -61,3 +61,44 @@ def test_a_workspace_beyond_its_limits_is_the_agents_failure_kept_by_resume(tmp_
     assert (result.end_reason, result.failure, result.infrastructure) == ("workspace limit", "workspace limit", False)
     assert result.score is None and "nested more than 100 deep" in result.message
     assert finished_result(Path(result.run_dir), result.run_id, "again", results_key(tmp_path / "out")) is not None
+
+
+class _CtrlC:
+    """An agent that writes the exact answer, then is stopped by Ctrl-C."""
+
+    def run(self, env: Environment) -> None:
+        env.step("Write File", {"file_name": "submission.txt", "content": "100"})
+        raise KeyboardInterrupt
+
+
+SLOW_GRADER = """import time
+from pathlib import Path
+
+def score(workspace: Path, answers: Path) -> float:
+    time.sleep(30)
+    return 0.0
+"""
+
+
+@pytest.mark.parametrize("grader", [None, SLOW_GRADER], ids=["graded", "grading-too-long"])
+def test_ctrl_c_grades_the_final_workspace_within_a_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          grader: str | None) -> None:
+    from pytest_mlab import runner
+    from pytest_mlab.results.recover import recovered_results
+    from pytest_mlab.trace import read_trace
+
+    monkeypatch.setattr(runner, "load_agent", lambda plan, llm: _CtrlC())
+    monkeypatch.setattr(runner, "INTERRUPTED_GRADING_S", 1.0)
+    with pytest.raises(KeyboardInterrupt):
+        toy_run(tmp_path, grader)
+
+    trace = tmp_path / "out" / "runs" / "toy-mini-reference-s0" / "trace.jsonl"
+    last = read_trace(trace)[-1]
+    graded, unfinished = recovered_results(tmp_path / "out", None, interrupted=True)  # type: ignore[arg-type]
+    (row,) = graded + unfinished
+    assert row.end_reason == "interrupted" and row.infrastructure and row.steps == 1 and not row.passed
+    if grader is None:  # the exact answer was graded, though the run does not pass
+        assert last["type"] == "result" and row.valid and row.score == 0.0
+    else:  # stopped about 1.1 s into grading, not 30 s: the row says so
+        assert last["type"] == "grading stopped" and row.score is None
+        assert "grading after Ctrl-C did not finish within 1s; --mlab-resume runs it again" == row.message

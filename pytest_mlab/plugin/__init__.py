@@ -115,6 +115,10 @@ def activate(config: pytest.Config, session: pytest.Session | None = None) -> No
         from pytest_mlab.plugin.progress import register_progress
 
         register_progress(config)
+        if _parallel(config):  # Ctrl-C reaches the workers' runs, which grade before xdist stops them
+            from pytest_mlab.plugin.interrupts import CtrlCRelay
+
+            config.pluginmanager.register(CtrlCRelay(settings.out_dir, config.stash[SESSION]), "mlab-ctrl-c")
         if session is not None:
             reporter.pytest_sessionstart(session)
             progress = config.pluginmanager.get_plugin("mlab-progress")

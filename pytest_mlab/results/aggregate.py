@@ -72,6 +72,7 @@ def summarize(runs: list[RunResult]) -> dict[str, Any]:
     successes = sum(1 for run in runs if run.success)
     low, high = wilson_interval(successes, n)
     failures = Counter(run.failure for run in runs if run.failure)
+    harness = Counter(run.failure for run in runs if run.failure and run.infrastructure)
     infrastructure = sum(1 for run in runs if run.infrastructure)
     agent_runs = n - infrastructure
     return {
@@ -85,6 +86,8 @@ def summarize(runs: list[RunResult]) -> dict[str, Any]:
         "mean_tokens": _mean(run.tokens for run in runs), "mean_cost": _mean(run.cost for run in runs),
         "total_cost": sum(run.cost or 0.0 for run in runs), "mean_wall_time": _mean(run.wall_time for run in runs),
         "mean_steps": _mean(run.steps for run in runs), "failures": dict(sorted(failures.items())),
+        # of those, the failures of the harness (or Ctrl-C), not the agent's: a crash can be either
+        "harness_failures": dict(sorted(harness.items())),
     }
 
 

@@ -18,15 +18,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
-from pytest_mlab.outcomes import Failure
 from pytest_mlab.results.aggregate import agent_label
 
 BASELINE_AGENT = "baseline"
 PLOTS = ("success_rate.png", "improvement.png", "failures.png", "cost.png", "efficiency.png")
 SYMLOG_ABOVE = 1.0  # an improvement beyond +-100% turns the improvement axis symmetric-logarithmic
 SYMLOG_LINEAR = 0.1  # ... linear within +-10%
-# failures of the harness, not the agent: hatched in the failure figure
-HARNESS_FAILURES = frozenset({Failure.PROVIDER_ERROR, Failure.BUDGET_SPENT, Failure.HOST_LOST})
+HARNESS_SUFFIX = " (harness)"  # a failure category of rows with ``infrastructure: true``, hatched
 
 Value = Callable[[str, str], "float | None"]
 
@@ -146,21 +144,25 @@ def _improvement(plt, summary: dict[str, Any]):
 
 def _failures(plt, summary: dict[str, Any]):
     """The paper's failure figure: per failure category, the share of each agent's runs; None
-    when no run failed. Failures of the harness are hatched."""
+    when no run failed. Rows with ``infrastructure: true`` (the harness failed, or Ctrl-C) are
+    categories of their own, hatched, so a crash of the harness is never drawn as the agent's."""
     runs: Counter[str] = Counter()
     failures: dict[str, Counter[str]] = {}
     for row in summary["groups"]:
         label = agent_label(row)
         runs[label] += row["runs"]
-        failures.setdefault(label, Counter()).update(row["failures"])
-    totals = sum(failures.values(), Counter())
+        harness = row.get("harness_failures", {})  # absent from summaries written before it existed
+        counts = failures.setdefault(label, Counter())
+        counts.update({category: count - harness.get(category, 0) for category, count in row["failures"].items()})
+        counts.update({category + HARNESS_SUFFIX: count for category, count in harness.items()})
+    totals = sum(failures.values(), Counter())  # drops categories left at 0
     if not totals:
         return None
     categories = [category for category, _ in sorted(totals.items(), key=lambda item: (-item[1], item[0]))]
     figure = _grouped(plt, categories, _ordered(set(runs)),
                       lambda category, label: failures[label][category] / runs[label],
                       "share of the agent's runs", "Failure categories (hatched: the harness failed, not the agent)",
-                      hatched=HARNESS_FAILURES)
+                      hatched=frozenset(category for category in categories if category.endswith(HARNESS_SUFFIX)))
     figure.axes[0].yaxis.set_major_formatter(_percent_formatter())
     return figure
 

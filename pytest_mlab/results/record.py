@@ -101,8 +101,8 @@ class RunResult(RunIdentity):
     trace: str | None = None
     best_improvement: float | None = None  # best graded step (--mlab-score-steps), else None
     resumed: bool = False  # taken from a finished run of an earlier session (--mlab-resume)
-    # the harness failed, not the agent (the LLM provider for good, the sandbox, a dead worker):
-    # --mlab-resume runs it again
+    # the harness failed, not the agent (the LLM provider for good, the sandbox, a dead worker), or
+    # Ctrl-C stopped it: --mlab-resume runs it again
     infrastructure: bool = False
     tags: list[str] = field(default_factory=list)  # the task's tags (``paper``: counted in the paper's headline)
 
@@ -110,6 +110,9 @@ class RunResult(RunIdentity):
         # plain strings, never the enums: results travel between xdist processes as builtins
         self.end_reason = str(self.end_reason)
         self.failure = None if self.failure is None else str(self.failure)
+        # Ctrl-C is never the agent's failure, graded or not, whatever wrote the row (older results too)
+        if self.end_reason == EndReason.INTERRUPTED:
+            self.infrastructure = True
 
     @classmethod
     def of_run(cls, identity: RunIdentity, judged: JudgedBy, *, passed: bool, score: float | None,
@@ -127,12 +130,12 @@ class RunResult(RunIdentity):
     @classmethod
     def crashed(cls, identity: RunIdentity, message: str, *, judged: JudgedBy = JudgedBy(),
                 end_reason: EndReason = EndReason.CRASHED, wall_time: float = 0.0,
-                trace: str | None = None) -> "RunResult":
+                trace: str | None = None, steps: int = 0) -> "RunResult":
         """A run the harness could not carry out (data, sandbox) or lost before grading it (a dead
         worker, a session stopped first): it counts as failed by the harness, not the agent."""
         return cls(**identity.to_record(), **judged.to_record(), passed=False, score=None, improvement=None,
                    success=False, valid=False, invalid_reason=None, end_reason=end_reason, failure=Failure.of_end(end_reason), message=message,
-                   steps=0, wall_time=wall_time, trace=trace, run_dir=str(Path(trace).parent) if trace else None,
+                   steps=steps, wall_time=wall_time, trace=trace, run_dir=str(Path(trace).parent) if trace else None,
                    infrastructure=True)
 
     def to_dict(self) -> dict[str, Any]:

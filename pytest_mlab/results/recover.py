@@ -22,7 +22,8 @@ def recovered_results(out_dir: Path, session: str, *,
     each graded run, and for each run stopped before that a row saying so (``interrupted`` when the
     session was, else ``crashed``).
 
-    Reads only the first and last line of each trace, so it stays cheap over many old runs."""
+    Reads only the first and last line of each graded run's trace, so it stays cheap over many old
+    runs; an unfinished run's trace is read whole, for its steps."""
     from pytest_mlab.trace.writer import first_record, last_record  # at the end only: configure stays light
 
     graded, unfinished = [], []
@@ -40,11 +41,17 @@ def recovered_results(out_dir: Path, session: str, *,
 
 
 def _unfinished(started: dict[str, Any], last: dict[str, Any], trace: Path, interrupted: bool) -> RunResult:
-    """The row of a run stopped before its result record: what its ``run`` record says of it."""
+    """The row of a run stopped before its result record: what its ``run`` record says of it, and
+    the steps its trace holds."""
+    from pytest_mlab.trace.writer import steps_taken
+
     end_reason = EndReason.INTERRUPTED if interrupted else EndReason.CRASHED
     why = "the session was interrupted" if interrupted else "its worker died"
+    why = f"{why} before this run was graded"
+    if last.get("type") == "grading stopped":  # Ctrl-C, and grading took longer than its bound (runner.py)
+        why = str(last.get("detail"))
     return RunResult.crashed(
         RunIdentity.from_record(started, fallback_run_id=trace.parent.name),
-        f"{why} before this run was graded; --mlab-resume runs it again", judged=JudgedBy.from_record(started),
-        end_reason=end_reason,
+        f"{why}; --mlab-resume runs it again", judged=JudgedBy.from_record(started),
+        end_reason=end_reason, steps=steps_taken(trace),
         trace=str(trace), wall_time=round(max(0.0, last.get("t", 0.0) - started.get("t", 0.0)), 3))

@@ -27,6 +27,7 @@ PROGRESS_DIR = ".progress"
 SETTING_UP = "setting up"
 STEPPING = "step"
 GRADING = "grading"
+INTERRUPTED = "interrupted, grading"  # Ctrl-C reached the run: it grades its final workspace and stops
 SCORING_STEPS = "scoring steps"
 
 
@@ -43,6 +44,7 @@ class Status:
     since: float  # when the phase (for ``step``: this step) began
     step: int = 0  # the step being taken, from 1; 0 before the first
     max_steps: int = 0
+    pid: int = 0  # the process carrying the run out: an xdist controller passes Ctrl-C on to it
 
 
 def progress_dir(out_dir: Path) -> Path:
@@ -70,7 +72,7 @@ class RunStatus:
         except OSError:
             pass  # then nothing is shown, and the run goes on
         status = cls(folder / f"{name}.json", Status(nodeid, run_id, session, now, SETTING_UP, now,
-                                                     max_steps=max_steps))
+                                                     max_steps=max_steps, pid=os.getpid()))
         status._write()
         return status
 

@@ -206,6 +206,23 @@ def last_record(path: Path | str) -> dict[str, Any] | None:
     return None
 
 
+def steps_taken(path: Path | str) -> int:
+    """How many ``step`` records the trace holds: the steps of a run that ended before its result
+    record said so. Unreadable lines (a kill mid-write) count for nothing; 0 without a trace."""
+    steps = 0
+    try:
+        with open(path, "rb") as reader:
+            for line in reader:
+                try:
+                    value = _decode(line)
+                except ValueError:
+                    continue
+                steps += isinstance(value, dict) and value.get("type") == "step"
+    except OSError:
+        return 0
+    return steps
+
+
 def _last_nonblank(lines: list[bytes]) -> int:
     """Index of the last line with content, or -1."""
     for index in range(len(lines) - 1, -1, -1):

@@ -27,6 +27,7 @@ def benchmark(tasks: int, llm_runs: bool = True) -> list:
                 success = (seed + index) % 2 == 0
                 runs.append(run(task, agent, seed, llm=llm, success=success, passed=success,
                                 failure=None if success else FAILURES[index % 3],
+                                infrastructure=not success and FAILURES[index % 3] == "provider error",
                                 improvement=0.05 * index - 0.1, tokens=0 if llm is None else 20000 + 1000 * seed,
                                 cost=0.0 if llm is None else 0.02 * (index + 1)))
     return runs
@@ -75,14 +76,18 @@ def test_figures_with_nothing_to_show_are_left_out_and_their_old_files_removed(t
 
 
 def test_the_failure_figure_shows_shares_of_each_agents_runs_and_hatches_the_harness(tmp_path):
-    figure = plots._failures(plt, aggregate(benchmark(3, llm_runs=False)))
+    crashes = [run("crashy", "reference", seed, success=False, passed=False, end_reason=ended, failure=ended,
+                   infrastructure=harness)
+               for seed, (ended, harness) in enumerate([("crashed", False), ("crashed", True), ("interrupted", False)])]
+    figure = plots._failures(plt, aggregate(benchmark(3, llm_runs=False) + crashes))
     try:
         axes = figure.axes[0]
         labels = [label.get_text().replace("\n", " ") for label in axes.get_xticklabels()]
-        assert sorted(labels) == sorted(FAILURES)
+        harness = ["provider error (harness)", "crashed (harness)", "interrupted (harness)"]
+        assert sorted(labels) == sorted(["below threshold", "step limit", "crashed", *harness])
         heights = [bar.get_height() for bar in axes.patches]
         assert max(heights) <= 1.0 and sum(heights) > 0
         hatched = {round(bar.get_x() + bar.get_width() / 2) for bar in axes.patches if bar.get_hatch()}
-        assert hatched == {labels.index("provider error")}
+        assert hatched == {labels.index(label) for label in harness}  # an interrupted run is the harness's too
     finally:
         plt.close(figure)

@@ -52,6 +52,7 @@ def test_this_sessions_runs_come_back_graded_or_as_stopped_before_grading(tmp_pa
                                                                "digits[mini-sleeper-s0]", 0, "bwrap")
     assert row.end_reason == row.failure == end_reason and row.infrastructure and not row.passed
     assert row.score is None and row.wall_time == 7.5 and row.trace == str(stopped)
+    assert row.steps == 1  # counted from the trace, not left at 0
     assert "--mlab-resume runs it again" in row.message
     assert recovered_results(tmp_path / "nowhere", SESSION, interrupted=True) == ([], [])
 
@@ -107,6 +108,7 @@ def test_the_controller_adds_what_reports_lost_and_trusts_a_graded_trace_over_a_
     assert rows["killed"]["end_reason"] == "crashed" and rows["killed"]["infrastructure"]
     assert "crashed while running" in rows["killed"]["message"]
     assert rows["sleeper"]["end_reason"] == "interrupted" and rows["sleeper"]["infrastructure"]
+    assert rows["killed"]["steps"] == rows["sleeper"]["steps"] == 1  # from their traces
 
 
 class ProviderDown(Agent):

@@ -149,6 +149,9 @@ def test_sigint_mid_run_then_resume(kind, how, pytester, project):  # noqa: F811
     assert first["baseline"]["end_reason"] == "final answer" and first["baseline"]["passed"]
     interrupted = first["waiter"]
     assert interrupted["end_reason"] == "interrupted" and not interrupted["passed"] and not interrupted["resumed"]
+    assert interrupted["infrastructure"] and interrupted["steps"] == 1  # Ctrl-C is not the agent's failure
+    assert interrupted["valid"] and interrupted["score"] == 0.0  # its final workspace was graded
+    assert not first["baseline"]["infrastructure"]
     assert interrupted["sandbox"] == kind and interrupted["trace"] == str(trace_of(project, "waiter"))
     records = read_trace(trace_of(project, "waiter"))
     assert records[0]["session"] == records[-1]["session"] and records[-1]["type"] == "result"
@@ -177,6 +180,7 @@ def test_sigkill_of_a_worker_mid_run_then_resume(kind, pytester, project):  # no
     assert first["baseline"]["passed"] and first["reference"]["passed"]
     killed = first["waiter"]
     assert killed["end_reason"] == "crashed" and killed["infrastructure"] and not killed["passed"]
+    assert killed["steps"] == 1  # counted from its trace
     assert "crashed while running" in killed["message"]
     assert not any(record.get("type") == "result" for record in read_trace(trace_of(project, "waiter")))
     finished = {agent: trace_of(project, agent).read_bytes() for agent in ("baseline", "reference")}
@@ -188,3 +192,70 @@ def test_sigkill_of_a_worker_mid_run_then_resume(kind, pytester, project):  # no
         assert trace_of(project, agent).read_bytes() == finished[agent]
     assert not again["waiter"]["resumed"] and again["waiter"]["end_reason"] == "final answer"
     assert again["waiter"]["passed"] and not again["waiter"]["infrastructure"]
+
+
+SLOW_GRADING_S = 12  # past xdist's own window for a worker (it kills one 10 s after asking it to exit)
+# Grading runs outside the sandbox and Ctrl-C reaches runs the same way on every backend (the tests
+# above run each backend): the slow-grading tests below use the local one only, to keep CI short.
+BACKEND = "local"
+
+
+def slow_grader(project: Path, seconds: float) -> None:
+    """The toy task's grader takes ``seconds`` more."""
+    grader = project / "task_assets" / "toy" / "grader.py"
+    grader.write_text(grader.read_text().replace(
+        "def score(workspace: Path, answers: Path) -> float:\n",
+        f"def score(workspace: Path, answers: Path) -> float:\n    __import__('time').sleep({seconds})\n"))
+
+
+def ctrl_c(process: subprocess.Popen, how: str) -> None:
+    """``xdist-group``: the terminal's Ctrl-C, to every process of the session; else to pytest alone."""
+    if how == "xdist-group":
+        os.killpg(process.pid, signal.SIGINT)
+    else:
+        os.kill(process.pid, signal.SIGINT)
+
+
+@pytest.mark.parametrize("how", ["alone", "xdist-controller", "xdist-group"])
+def test_sigint_grades_the_run_in_progress_even_when_grading_outlasts_xdists_window(how, pytester, project):
+    """The interrupted run is graded, alone and under xdist, though grading takes longer than xdist
+    waits for a worker on its own; the row is an infrastructure failure with its trace's steps."""
+    slow_grader(project, SLOW_GRADING_S)
+    workers = [] if how == "alone" else ["-n", "2"]
+    process = start(project, BACKEND, "--agent=waiter", *workers)
+    wait_until_waiting(process, project, finished=())
+    ctrl_c(process, how)
+    code, output = finish(process, project)
+
+    assert code == pytest.ExitCode.INTERRUPTED, output
+    row = rows(project)["waiter"]
+    assert row["end_reason"] == row["failure"] == "interrupted" and row["infrastructure"] and not row["passed"]
+    assert row["steps"] == 1 and row["valid"] and row["score"] == 0.0, output
+    assert read_trace(trace_of(project, "waiter"))[-1]["type"] == "result"
+    if how != "alone":  # the controller said why it waits
+        assert "1 run(s) grade their final workspace" in output and "Ctrl-C again to stop at once" in output
+
+
+@pytest.mark.parametrize("how", ["alone", "xdist-controller", "xdist-group"])
+def test_a_second_sigint_stops_grading_at_once(how, pytester, project):
+    """Grading would take 60 s; a second Ctrl-C, 2 s after the first, stops the session well before
+    that, and leaves an interrupted row without a score (run again by --mlab-resume)."""
+    slow_grader(project, 60)
+    workers = [] if how == "alone" else ["-n", "2"]
+    process = start(project, BACKEND, "--agent=waiter", *workers)
+    wait_until_waiting(process, project, finished=())
+    ctrl_c(process, how)
+    deadline = time.monotonic() + PATIENCE_S
+    while not any(record.get("type") == "ended" for record in read_trace(trace_of(project, "waiter"))):
+        assert time.monotonic() < deadline and process.poll() is None, log_of(project)
+        time.sleep(0.1)
+    time.sleep(2)  # past the window in which a SIGINT counts as the same Ctrl-C
+    stopped = time.monotonic()
+    ctrl_c(process, how)
+    code, output = finish(process, project)
+
+    assert time.monotonic() - stopped < 30, output  # not the grader's 60 s (nor xdist's wait for it)
+    assert code == pytest.ExitCode.INTERRUPTED, output
+    row = rows(project)["waiter"]
+    assert row["end_reason"] == "interrupted" and row["infrastructure"] and row["score"] is None
+    assert row["steps"] == 1 and "before this run was graded" in row["message"]
