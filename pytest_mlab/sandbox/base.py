@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pytest_mlab.sandbox.tree_walk import Bound
+from pytest_mlab.spec.models import DEFAULT_WORKSPACE_DEPTH, DEFAULT_WORKSPACE_FILES
+
 if TYPE_CHECKING:
     from pytest_mlab.spec.models import Limits, TaskSpec
 
@@ -49,6 +52,8 @@ class SandboxOptions:
     cpus: float | None = None
     pids: int | None = None  # most processes/threads at once (fork-bomb guard)
     disk: int | None = None  # bytes: the workspace's quota, and the largest file any command may write
+    workspace_depth: int = DEFAULT_WORKSPACE_DEPTH  # folders nested: how deep the harness's walks go
+    workspace_files: int = DEFAULT_WORKSPACE_FILES  # files, folders and links: how many the walks see
     network: bool = False  # the task's spec asked for network access at run time
     gpu: bool = False  # the task needs a GPU (backends pass one through only when present)
     # the GPUs (nvidia-smi indexes) the item holds (--mlab-gpus, see gpus.py); () none, so its code
@@ -61,9 +66,15 @@ class SandboxOptions:
     @classmethod
     def for_task(cls, task: "TaskSpec", limits: "Limits", label: str) -> "SandboxOptions":
         """The sandbox a task's runs and measurements get: its limits and run-time requirements."""
-        return cls(memory=limits.memory, pids=limits.pids, disk=limits.disk, network=task.requires.network,
+        return cls(memory=limits.memory, pids=limits.pids, disk=limits.disk, workspace_depth=limits.workspace_depth,
+                   workspace_files=limits.workspace_files, network=task.requires.network,
                    gpu=task.requires.gpu,
                    label=label, image=task.sandbox_image, dockerfile=task.sandbox_dockerfile)
+
+    @property
+    def bound(self) -> Bound:
+        """How far the harness's own walks of the workspace go (:mod:`.tree_walk`)."""
+        return Bound(self.workspace_depth, self.workspace_files)
 
     @property
     def passes_gpus(self) -> bool:

@@ -18,7 +18,6 @@ group that stays busy is left to the next sweep.
 
 from __future__ import annotations
 
-import errno
 import os
 import shlex
 import signal
@@ -28,6 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_mlab.sandbox.owner import name_owner_gone, owned_prefix
+from pytest_mlab.sandbox.tree_walk import Bound, walk_tree
+from pytest_mlab.sandbox.workspace import remove_tree
 from pytest_mlab.spec.models import DEFAULT_DISK, DEFAULT_MEMORY, DEFAULT_PIDS
 
 if TYPE_CHECKING:
@@ -38,6 +39,9 @@ _ROOT = Path("/sys/fs/cgroup")
 _V1_CONTROLLERS = ("memory", "pids", "cpuacct")
 _KILL_ROUNDS = 100  # SIGKILL sweeps over a group before giving up (a fork storm refills it)
 _RMDIR_TRIES = 6  # a group stays busy for a moment while its killed processes exit
+# the groups a kill looks in (deeper ones are still removed, by remove_tree): agent code that may
+# write the cgroup file system (root under local) could nest its own
+_GROUP_BOUND = Bound(depth=100, entries=10_000)
 _RMDIR_PAUSE_S = 0.01  # doubled after every failed try: 0.01 + 0.02 + ... = 0.63 s at most
 
 
@@ -106,7 +110,7 @@ def kill_group(group: Path) -> bool:
     """SIGKILL every process in ``group`` and its child groups until none is left (v2: one write
     to ``cgroup.kill``; v1: repeated sweeps over ``cgroup.procs``, which catch processes forked
     during a sweep). True when the group is empty."""
-    groups = [Path(folder) for folder, _dirs, _files in os.walk(group)]
+    groups = [group, *(Path(path) for path, _info in walk_tree(group, _GROUP_BOUND, folders_only=True))]
     if (group / "cgroup.kill").exists():
         _write(group / "cgroup.kill", "1")
     for _ in range(_KILL_ROUNDS):
@@ -128,15 +132,12 @@ def remove_group(group: Path) -> bool:
     pause = _RMDIR_PAUSE_S
     for attempt in range(_RMDIR_TRIES):
         kill_group(group)
-        try:
-            for folder, _dirs, _files in sorted(os.walk(group), key=lambda entry: -len(entry[0])):
-                os.rmdir(folder)
+        # child groups first, each by its folder's fd (no path length or recursion limit on how deep)
+        remove_tree(group)
+        if not os.path.lexists(group):
             return True
-        except FileNotFoundError:
-            return True
-        except OSError as exc:
-            if exc.errno not in (errno.EBUSY, errno.ENOTEMPTY) or attempt == _RMDIR_TRIES - 1:
-                return False
+        if attempt == _RMDIR_TRIES - 1:
+            return False
         time.sleep(pause)
         pause *= 2
     return False

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pytest_mlab.sandbox import cgroups
 from pytest_mlab.sandbox.owner import name_owner_gone
+from pytest_mlab.sandbox.quota_mount import unmount_below
 from pytest_mlab.sandbox.workspace import remove_tree
 
 
@@ -72,6 +73,7 @@ def sweep_temp_folders(root: Path | None = None) -> list[Path]:
         return removed
     for entry in entries:
         if entry.is_dir(follow_symlinks=False) and name_owner_gone(entry.name):
+            unmount_below(Path(entry.path))  # a quota's image and overlay (quota_mount.py)
             remove_tree(Path(entry.path))
             if not os.path.lexists(entry.path):
                 removed.append(Path(entry.path))

@@ -147,6 +147,26 @@ class LinkedData:
                 paths.append(path)
         return paths
 
+    def refresh(self) -> None:
+        """Take each linked path's identity again, after a mount over the workspace changed the
+        device its files report (the quota's overlay, :mod:`.quota_mount`)."""
+        for path in self.still_linked_by_inode():
+            info = os.lstat(path)
+            self._paths[path] = (info.st_dev, info.st_ino)
+            self._inodes.add((info.st_dev, info.st_ino))
+
+    def still_linked_by_inode(self) -> list[str]:
+        """The paths whose file still has the inode number linked there, on whatever device."""
+        paths = []
+        for path, (_dev, ino) in self._paths.items():
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode) and info.st_ino == ino:
+                paths.append(path)
+        return paths
+
     def holds(self, info: os.stat_result) -> bool:
         """Whether ``info`` is of a linked inode, under whatever name it has now."""
         return (info.st_dev, info.st_ino) in self._inodes

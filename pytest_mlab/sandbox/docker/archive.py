@@ -10,6 +10,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Iterable
 
 from pytest_mlab.sandbox.docker.conventions import SANDBOX_UID
+from pytest_mlab.sandbox.tree_walk import Bound, walk_tree
 
 
 def member(name: str, kind: bytes, mode: int, mtime: float = 0, *, link: str = "", size: int = 0,
@@ -21,18 +22,13 @@ def member(name: str, kind: bytes, mode: int, mtime: float = 0, *, link: str = "
     return info
 
 
-def host_stamps(root: Path) -> dict[str, tuple[int, ...]]:
-    """Every entry of the host folder (links not followed) with what changes when it is rewritten."""
+def host_stamps(root: Path, bound: Bound = Bound()) -> dict[str, tuple[int, ...]]:
+    """Every entry of the host folder (links not followed) with what changes when it is rewritten,
+    as far as ``bound`` goes (a workspace beyond it ends its run at the next snapshot)."""
     stamps = {}
-    for folder, dirnames, filenames in os.walk(root):
-        for name in (*dirnames, *filenames):
-            path = os.path.join(folder, name)
-            try:
-                info = os.lstat(path)
-            except OSError:
-                continue
-            rel = os.path.relpath(path, root).replace(os.sep, "/")
-            stamps[rel] = (info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+    for path, info in walk_tree(root, bound):
+        rel = os.path.relpath(path, root).replace(os.sep, "/")
+        stamps[rel] = (info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
     return stamps
 
 

@@ -15,6 +15,7 @@ are copied instead of linked.
 
 from __future__ import annotations
 
+import itertools
 import os
 from typing import Any
 
@@ -24,6 +25,7 @@ from pytest_mlab.sandbox.docker.cpu import host_cgroup_cpu, stats_cpu_seconds
 from pytest_mlab.sandbox.docker.hosts import current_host, forget_host, host_answers
 from pytest_mlab.sandbox.docker.image import DEFAULT_IMAGE, build_task_image, ensure_image, host_runtime_binds
 from pytest_mlab.sandbox.docker.remote import RemoteDockerSandbox
+from pytest_mlab.sandbox.tree_walk import walk_tree
 
 
 class DockerSandbox(ContainerSandbox):
@@ -53,15 +55,17 @@ class DockerSandbox(ContainerSandbox):
         """Give the sandbox user what the harness wrote, except data linked from the cache."""
         if not self._as_root:
             return
-        for directory, dirnames, filenames in os.walk(self.workspace):
-            for name in (".", *dirnames, *filenames):
-                path = os.path.join(directory, name)
-                try:
-                    info = os.lstat(path)
-                    if info.st_uid == 0 and not self.files.linked.holds(info):
-                        os.lchown(path, SANDBOX_UID, SANDBOX_UID)
-                except OSError:
-                    continue
+        try:
+            top = [(str(self.workspace), os.lstat(self.workspace))]
+        except OSError:
+            return
+        # bounded: past the workspace's limits the snapshot ends the run, whatever is handed over
+        for path, info in itertools.chain(top, walk_tree(self.workspace, self.options.bound)):
+            try:
+                if info.st_uid == 0 and not self.files.linked.holds(info):
+                    os.lchown(path, SANDBOX_UID, SANDBOX_UID)
+            except OSError:
+                continue
 
     def _mounts(self) -> list[Any]:
         from docker.types import Mount

@@ -46,14 +46,18 @@ FEW = 32  # changed files fetched one by one; more and the whole workspace comes
 SPOOL = 64 << 20  # archives up to this size are built in memory, larger ones in a temp file
 _LISTER = r"""
 import json, os, stat, sys
-root, out, errors = sys.argv[1], {}, []
-def walk(folder, prefix):
+root, depth_bound, entry_bound = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+out, errors, stack = {}, [], [(root, "", 0)]
+while stack:  # an explicit stack, never recursion: a chain thousands deep is listed like any other
+    folder, prefix, depth = stack.pop()
     try:
-        names = os.listdir(folder)
+        names = sorted(os.listdir(folder))
     except OSError:
-        errors.append(prefix or "."); return
+        errors.append(prefix or "."); continue
     for name in names:
         path, rel = os.path.join(folder, name), prefix + name
+        if len(out) >= entry_bound:
+            errors.append("more entries than " + str(entry_bound)); stack = []; break
         try:
             info = os.lstat(path)
         except OSError:
@@ -61,13 +65,15 @@ def walk(folder, prefix):
         mode = info.st_mode
         if stat.S_ISDIR(mode):
             out[rel] = ["d", 0, 0, 0, info.st_ino, ""]
-            walk(path, rel + "/")
+            if depth >= depth_bound:
+                errors.append(rel)
+            else:
+                stack.append((path, rel + "/", depth + 1))
         elif stat.S_ISLNK(mode):
             out[rel] = ["l", 0, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, os.readlink(path)]
         else:
             out[rel] = ["f" if stat.S_ISREG(mode) else "o", info.st_size, info.st_mtime_ns, info.st_ctime_ns,
                         info.st_ino, ""]
-walk(root, "")
 cpu = ""
 for name in ("cpuacct/cpuacct.usage", "cpu,cpuacct/cpuacct.usage", "cpu.stat"):
     try:
@@ -191,7 +197,7 @@ class RemoteDockerSandbox(ContainerSandbox):
 
     def _push(self, container: Any) -> None:
         """Send what the harness changed in its folder since the container last saw it."""
-        current = host_stamps(self.workspace)
+        current = host_stamps(self.workspace, self.options.bound)
         changed = sorted(rel for rel, stamp in current.items() if self._pushed.get(rel) != stamp)
         gone = sorted(rel for rel in self._pushed if rel not in current)
         if gone:
@@ -260,20 +266,22 @@ class RemoteDockerSandbox(ContainerSandbox):
             for rel in files:
                 self._fetch(container, rel, {rel})
         self._listing = listing
-        self._pushed = host_stamps(self.workspace)
+        self._pushed = host_stamps(self.workspace, self.options.bound)
 
     def _pull_everything(self, container: Any) -> None:
         """No listing: take the whole workspace, and drop what the archive does not hold."""
         seen = self._fetch(container, ".", None)
-        self._delete_on_host([rel for rel in host_stamps(self.workspace) if rel not in seen])
+        self._delete_on_host([rel for rel in host_stamps(self.workspace, self.options.bound) if rel not in seen])
         self._listing = {}
-        self._pushed = host_stamps(self.workspace)
+        self._pushed = host_stamps(self.workspace, self.options.bound)
 
     def _list_container(self, container: Any) -> dict[str, list[Any]] | None:
         from docker.errors import DockerException
 
         try:
-            result = container.exec_run([self.python, "-I", "-c", _LISTER, str(self.workspace)], user=self.user,
+            bound = self.options.bound  # beyond it: an error, so the whole workspace comes back for the snapshot to judge
+            argv = [self.python, "-I", "-c", _LISTER, str(self.workspace), str(bound.depth), str(bound.entries)]
+            result = container.exec_run(argv, user=self.user,
                                         workdir="/", demux=True, environment={"PATH": "/usr/local/bin:/usr/bin:/bin"})
         except DockerException:
             return None

@@ -95,7 +95,7 @@ def lookup(fd: int, digests_file: Path | None) -> tuple[str | None, int | None]:
     st = os.fstat(leased)
     key = (st.st_dev, st.st_ino)
     with _lock:
-        held = _held.get(key)
+        held = _held.get(key) or _held_elsewhere(st)
         if held is not None and held.intact() and (held.size, held.mtime_ns) == (st.st_size, st.st_mtime_ns):
             return held.digest, leased
     entry = _load(digests_file).get(key) if digests_file is not None else None
@@ -146,12 +146,30 @@ def recall(st: os.stat_result) -> str | None:
     with _lock:
         held = _held.get(key)
         if held is None:
-            return None
+            held = _held_elsewhere(st)
+            return held.digest if held is not None else None
         if held.intact() and (held.size, held.mtime_ns) == (st.st_size, st.st_mtime_ns):
             _held.move_to_end(key)
             return held.digest
         _drop(key)
         return None
+
+
+def _held_elsewhere(st: os.stat_result) -> _Held | None:
+    """An intact lease on the file ``st`` shows under another device: a bwrap workspace's quota
+    overlay (sandbox/quota_mount.py) reports the cache's files with its own device and their
+    own inode number, size, mtime and ctime. All four must match the leased file now; no other
+    file can have its ctime (it cannot be set back), and a file overlayfs copied up has its own."""
+    for (_dev, ino), held in _held.items():
+        if ino != st.st_ino or not held.intact():
+            continue
+        try:
+            real = os.fstat(held.fd)
+        except OSError:
+            continue
+        if (real.st_size, real.st_mtime_ns, real.st_ctime_ns) == (st.st_size, st.st_mtime_ns, st.st_ctime_ns):
+            return held
+    return None
 
 
 def keep(leased: int, digest: str) -> None:
