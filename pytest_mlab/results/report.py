@@ -3,6 +3,7 @@ results.json and the CSVs first (cheap, never lost), then the plots, then report
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,10 @@ def warm_up() -> threading.Thread:
     the session's own thread, whether or not it has finished by then."""
 
     def imports() -> None:
+        try:  # the lowest priority (Linux gives each thread its own): the runs' processes go first
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        except (AttributeError, OSError):
+            pass
         try:  # imports only: choosing the backend here could switch it under a figure being drawn
             import matplotlib.backends.backend_agg  # noqa: F401
             import matplotlib.pyplot  # noqa: F401
