@@ -13,6 +13,7 @@ from pytest_mlab.grading.grader import Grade
 from pytest_mlab.grading.verdict import judge
 from pytest_mlab.outcomes import Failure
 from pytest_mlab.results.resume import finished_result
+from pytest_mlab.results.signing import results_key
 from tests.grading.support import task
 from tests.helpers import toy_run
 
@@ -55,7 +56,7 @@ def test_the_runner_tells_a_grader_bug_from_a_bad_submission(tmp_path, grader, f
     assert result.infrastructure is False
     assert result.message.startswith("grader error: " if failure == "grader error" else "invalid submission: ")
     # --mlab-resume keeps both: a re-run would hand an agent that crashed its grader another try
-    assert finished_result(Path(result.run_dir), result.run_id, "n") is not None
+    assert finished_result(Path(result.run_dir), result.run_id, "n", results_key(Path(result.run_dir).parents[1])) is not None
 
 
 def test_a_run_that_crashes_its_grader_stays_in_every_success_denominator(tmp_path):

@@ -407,7 +407,7 @@ def test_vectorization_wrong_output_is_rejected(case, prepared, tmp_path):
     _, hidden = prepared("vectorization")
     source = WRONG_OUTPUTS[case]
     assert source != REFERENCE_TRAIN.read_text()
-    with pytest.raises(InvalidSubmission, match="forward output differs from the reference convolution"):
+    with pytest.raises(InvalidSubmission, match="forward output differs from the original loops' output"):
         grade("vectorization", vectorization_workspace(tmp_path, source), hidden, rounds=1)
 
 
