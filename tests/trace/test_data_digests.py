@@ -165,3 +165,22 @@ def test_without_leases_a_store_still_hashes_its_data_once(tmp_path: Path, monke
     cached.chmod(0o644)  # the ctime moved: hashed again
     store.snapshot(workspace, link_paths=["train.csv"])
     assert hashed.count(DATA) == 2
+
+
+def test_the_digests_file_is_parsed_once_for_many_lookups_and_again_when_replaced(tmp_path: Path,
+                                                                                  monkeypatch) -> None:
+    """A snapshot looks up every data file: parsing the whole file for each lookup cost seconds on a
+    task with a thousand data files. It is parsed again only once it was replaced."""
+    digests = tmp_path / "digests.json"
+    entry = [1, 2, 3, 4, 5, "a" * 64]
+    digests.write_text(json.dumps({"format": data_digests.FORMAT, "entries": [entry]}))
+    parsed = []
+    real_loads = json.loads
+    monkeypatch.setattr(data_digests.json, "loads", lambda text: parsed.append(1) or real_loads(text))
+    for _ in range(50):
+        assert data_digests._load(digests) == {(1, 2): ((3, 4, 5), "a" * 64)}
+    assert len(parsed) == 1
+    replacement = tmp_path / "new.json"
+    replacement.write_text(json.dumps({"format": data_digests.FORMAT, "entries": [[1, 2, 3, 4, 6, "b" * 64]]}))
+    os.replace(replacement, digests)
+    assert data_digests._load(digests) == {(1, 2): ((3, 4, 6), "b" * 64)} and len(parsed) == 2

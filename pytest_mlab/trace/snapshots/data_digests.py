@@ -226,7 +226,7 @@ def _record(digests_file: Path) -> None:
     fresh = {key: value for key, value in fresh.items() if value[0][2] < settled and value[0][2] % 10**9}
     if not fresh:
         return
-    entries = _load(digests_file)
+    entries = dict(_load(digests_file))  # a copy: the parsed file is shared by lookups
     if all(entries.get(key) == value for key, value in fresh.items()):
         return
     entries.update(fresh)
@@ -239,8 +239,14 @@ def _drop(key: Key) -> None:
         os.close(held.fd)
 
 
+#: the last digests file parsed, by its identity and stamps: a snapshot looks up every data file,
+#: and parsing the whole file for each lookup cost seconds on a task with a thousand data files
+_parsed: dict[Path, tuple[tuple[int, ...], dict[Key, tuple[Stamp, str]]]] = {}
+
+
 def _load(path: Path) -> dict[Key, tuple[Stamp, str]]:
-    """The file's entries; none at all if it is missing, corrupt, foreign or writable by others."""
+    """The file's entries; none at all if it is missing, corrupt, foreign or writable by others.
+    Parsed again only when the file changed (it is replaced whole, atomically: a new inode)."""
     try:
         fd = os.open(path, _OPEN)
     except OSError:
@@ -249,12 +255,25 @@ def _load(path: Path) -> dict[Key, tuple[Stamp, str]]:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
             return {}
+        identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        with _lock:
+            cached = _parsed.get(path)
+        if cached is not None and cached[0] == identity:
+            return cached[1]
         with open(fd, "rb", closefd=False) as fh:
             document = json.loads(fh.read(1 << 24))
     except (OSError, ValueError):
         return {}
     finally:
         os.close(fd)
+    entries = _parse(document)
+    with _lock:
+        _parsed.clear()  # one file at a time: each worker reads the data of one run
+        _parsed[path] = (identity, entries)
+    return entries
+
+
+def _parse(document: object) -> dict[Key, tuple[Stamp, str]]:
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         return {}
     entries: dict[Key, tuple[Stamp, str]] = {}
