@@ -171,7 +171,8 @@ class Environment:
         caps = SnapshotCaps(run_bytes=limits.snapshot_bytes, files=limits.snapshot_files,
                             file_size=limits.snapshot_file_size, disk=limits.disk,
                             bounds=WalkBounds(depth=limits.workspace_depth, entries=limits.workspace_files))
-        snapshot = self.snapshots.snapshot(self.sandbox.workspace, link_paths=self.read_only.files, caps=caps)
+        snapshot = self.snapshots.snapshot(self.sandbox.workspace, link_paths=self.read_only.files, caps=caps,
+                                           lower=self.sandbox.lower_layer)
         self.last_snapshot = snapshot.id
         return snapshot
 

@@ -179,6 +179,14 @@ class Sandbox(abc.ABC):
     def sync_out(self) -> None:
         """Bring ``workspace`` up to date with the sandbox (no-op where they are the same)."""
 
+    @property
+    def lower_layer(self) -> int | None:
+        """A descriptor of the workspace folder as it was before a quota's overlay went over it
+        (sandbox/quota_mount.py), so that a snapshot hard-links read-only data from there; None
+        where no overlay is mounted."""
+        quota = getattr(self, "_quota", None)
+        return quota.lower if quota is not None else None
+
     @abc.abstractmethod
     def close(self) -> None:
         """Kill everything still running and release the workspace. Idempotent."""

@@ -37,7 +37,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import weakref
 from dataclasses import replace
 from pathlib import Path
 from typing import Iterable
@@ -49,9 +48,8 @@ from pytest_mlab.sandbox.gpus import cuda_environment
 from pytest_mlab.sandbox.host_runtime import ETC_FILES, SYSTEM_DIRS, python_dirs
 from pytest_mlab.sandbox.local import LocalSandbox
 from pytest_mlab.sandbox.owner import owned_prefix
-from pytest_mlab.sandbox.quota_mount import QuotaMount, mount_quota
+from pytest_mlab.sandbox.quota_mount import NOT_YET, QuotaMount, enforce_quota
 from pytest_mlab.sandbox.threads import thread_environment
-from pytest_mlab.spec.models import DEFAULT_DISK
 
 HOME = "/tmp/home"
 _NETWORKETC_FILES = ("resolv.conf",)
@@ -153,21 +151,7 @@ class BwrapSandbox(LocalSandbox):
         self._path = f"{python_bin}:/usr/local/bin:/usr/bin:/bin"
         self._quota: QuotaMount | None = None
         #: how the disk quota holds: "file system" once mounted, else why it is only checked after each step
-        self.quota_enforced = "not yet: mounted before the first command"
-
-    def _mount_quota(self) -> None:
-        """Before the first command, once the starter files and data are in: the workspace's
-        writes go to a file system of the quota's size (:mod:`.quota_mount`), where that can be
-        mounted; elsewhere the quota stays a check after each step."""
-        disk = self.options.disk or DEFAULT_DISK
-        mounted = mount_quota(self.workspace, size=disk, inodes=self.options.workspace_files + 64)
-        if isinstance(mounted, str):
-            self.quota_enforced = f"checked after each step ({mounted})"
-            return
-        self._quota = mounted
-        self.quota_enforced = "file system"
-        self.files.linked.refresh()  # linked data now reports the overlay's device
-        weakref.finalize(self, mounted.close)  # before the workspace's own removal, if never closed
+        self.quota_enforced = NOT_YET
 
     def _environment(self, env: dict[str, str] | None) -> dict[str, str]:
         return clean_environment({**thread_environment(), "HOME": HOME, "TMPDIR": "/tmp", "PATH": self._path,
@@ -178,8 +162,8 @@ class BwrapSandbox(LocalSandbox):
         self.files.check_open()
         if not argv:
             raise SandboxError("exec needs a command to run, got an empty argv")
-        if self.quota_enforced.startswith("not yet"):
-            self._mount_quota()
+        if self.quota_enforced == NOT_YET:  # once the starter files and data are in (quota_mount.py)
+            self._quota, self.quota_enforced = enforce_quota(self)
         # linked data is bound read-only over itself, so the cache cannot be changed through it
         linked = self.files.linked.still_linked()
         wrapped = [*bwrap_command(self.workspace, network=self.options.network, read_only=linked,

@@ -24,11 +24,17 @@ import os
 import shutil
 import subprocess
 import tempfile
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_mlab.sandbox.owner import owned_prefix
 from pytest_mlab.sandbox.workspace import remove_tree
+from pytest_mlab.spec.models import DEFAULT_DISK
+
+if TYPE_CHECKING:
+    from pytest_mlab.sandbox.base import Sandbox
 
 _INODE_BYTES = 256  # ext4's inode size: the inode table is carved out of the image
 _SLACK = 16 << 20  # ext4's own metadata (bitmaps, group descriptors, root folder) beyond the quota
@@ -41,6 +47,11 @@ class QuotaMount:
 
     workspace: Path
     folder: Path  # the temp folder holding the image and its mount point
+    #: the workspace folder as it was before the overlay (opened O_PATH before mounting): the
+    #: snapshot hard-links read-only data from it into its store. Through the overlay, whose
+    #: device differs, a link fails, and each run would copy its whole dataset into its store.
+    lower: int | None = None
+
 
     @property
     def upper(self) -> Path:
@@ -52,6 +63,27 @@ class QuotaMount:
         unmount(self.workspace)
         unmount_below(self.folder)
         remove_tree(self.folder)
+        if self.lower is not None:
+            os.close(self.lower)
+            self.lower = None
+
+
+NOT_YET = "not yet: mounted before the first command"
+
+
+def enforce_quota(sandbox: "Sandbox") -> tuple[QuotaMount | None, str]:
+    """Mount the sandbox's quota (its options' ``disk`` bytes, ``workspace_files`` inodes) over its
+    workspace, once its starter files and data are in and before its first command; the mount (to
+    close before the workspace is removed) and how the quota now holds, for ``quota_enforced``:
+    ``file system``, or why it stays a check after each step. bwrap and docker on this machine's
+    daemon (whose bind mount of the workspace then shows the mounted file system) share it."""
+    mounted = mount_quota(sandbox.workspace, size=sandbox.options.disk or DEFAULT_DISK,
+                          inodes=sandbox.options.workspace_files + 64)
+    if isinstance(mounted, str):
+        return None, f"checked after each step ({mounted})"
+    sandbox.files.linked.refresh()  # linked data now reports the overlay's device
+    weakref.finalize(sandbox, mounted.close)  # before the workspace's own removal, if never closed
+    return mounted, "file system"
 
 
 def mount_quota(workspace: Path, *, size: int, inodes: int) -> QuotaMount | str:
@@ -77,13 +109,20 @@ def mount_quota(workspace: Path, *, size: int, inodes: int) -> QuotaMount | str:
         (mnt / "upper").mkdir()
         (mnt / "work").mkdir()
         _reserve_beyond(mnt, size)
-        _run(["mount", "-t", "overlay", "overlay", "-o",
-              f"lowerdir={workspace},upperdir={mnt / 'upper'},workdir={mnt / 'work'}", str(workspace)])
+        # the folder as it is stays reachable through this descriptor: its files (data linked from
+        # the cache among them) can be hard-linked from there (see QuotaMount.lower)
+        lower = os.open(workspace, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            _run(["mount", "-t", "overlay", "overlay", "-o",
+                  f"lowerdir={workspace},upperdir={mnt / 'upper'},workdir={mnt / 'work'}", str(workspace)])
+        except BaseException:
+            os.close(lower)
+            raise
     except (OSError, subprocess.SubprocessError) as exc:
         unmount_below(folder)
         remove_tree(folder)
         return f"mounting a size-limited file system failed: {exc}"
-    return QuotaMount(workspace, folder)
+    return QuotaMount(workspace, folder, lower)
 
 
 def _reserve_beyond(mnt: Path, size: int) -> None:

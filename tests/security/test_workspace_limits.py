@@ -73,13 +73,13 @@ def test_an_8gib_fallocate_fails_inside_the_sandbox(run):  # noqa: F811
 
 
 def test_files_that_together_pass_the_disk_quota_fail_inside_or_end_the_run(run):  # noqa: F811
-    """bwrap as root writes the workspace on a file system of the quota's size (quota_mount.py):
+    """bwrap and docker as root write the workspace on a file system of the quota's size (quota_mount.py):
     the write past it fails inside with ENOSPC and the run goes on. Elsewhere the check after the
     step ends the run as the agent's failure."""
     attack = run(Limits(max_steps=100, execute_timeout=300, disk=8 * MiB))
     observation = attack.execute("import os\nfor i in range(3):\n"
                                  "    open(f'part{i}.bin', 'wb').write(os.urandom(4 << 20))\nprint('done')\n")
-    if attack.kind == "bwrap" and os.geteuid() == 0:
+    if attack.kind in ("bwrap", "docker") and os.geteuid() == 0:
         assert "No space left on device" in observation and "done" not in observation
         assert not attack.env.done
         return

@@ -25,6 +25,7 @@ from pytest_mlab.sandbox.docker.cpu import host_cgroup_cpu, stats_cpu_seconds
 from pytest_mlab.sandbox.docker.hosts import current_host, forget_host, host_answers
 from pytest_mlab.sandbox.docker.image import DEFAULT_IMAGE, build_task_image, ensure_image, host_runtime_binds
 from pytest_mlab.sandbox.docker.remote import RemoteDockerSandbox
+from pytest_mlab.sandbox.quota_mount import NOT_YET, QuotaMount, enforce_quota
 from pytest_mlab.sandbox.tree_walk import walk_tree
 
 
@@ -50,6 +51,28 @@ class DockerSandbox(ContainerSandbox):
         chosen = image or self.options.image or DEFAULT_IMAGE
         ensure_image(self._client, chosen)
         return chosen
+
+    _quota: QuotaMount | None = None
+    #: how the disk quota holds: "file system" once mounted (the container's bind mount of the
+    #: workspace then shows it), else why it is only checked after each step
+    quota_enforced = NOT_YET
+
+    def _before_start(self, container: Any) -> None:
+        """The quota's file system goes over the workspace before the container first starts, so
+        that its bind mount shows it; a restarted container finds it mounted already."""
+        if self.quota_enforced == NOT_YET:
+            self._quota, self.quota_enforced = enforce_quota(self)
+
+    def close(self) -> None:
+        """The container goes first (it holds the workspace's mount), then the quota's mounts, then
+        the workspace."""
+        if self.files.closed:
+            return
+        if self._remove is not None:
+            self._remove()
+        if self._quota is not None:
+            self._quota.close()
+        super().close()
 
     def _hand_over(self) -> None:
         """Give the sandbox user what the harness wrote, except data linked from the cache."""

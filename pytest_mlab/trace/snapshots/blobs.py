@@ -67,11 +67,11 @@ class BlobStore:
         self._known.add(digest)
         return True
 
-    def link_in(self, fh: BinaryIO, st: os.stat_result, name: str, dir_fd: int,
+    def link_in(self, fh: BinaryIO, st: os.stat_result, name: str, dir_fd: int | None,
                 digest: str | None) -> StoredBlob | None:
         """Hard-link the workspace file into the store, hashing it unless ``digest`` is known;
         None when it cannot be linked (another device, no hard links) or the name now holds
-        another file."""
+        another file (another inode than ``st``'s)."""
         tmp = temp_path(self.folder)
         try:
             os.link(name, tmp, src_dir_fd=dir_fd, follow_symlinks=False)

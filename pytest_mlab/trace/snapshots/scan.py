@@ -76,6 +76,7 @@ class Scan:
     bytes_left: int | None
     recalled: Mapping[StatKey, str] = field(default_factory=dict)
     digests_file: Path | None = None  # read-only data's digests remembered across processes
+    lower: int | None = None  # a descriptor of the workspace under a quota's overlay, to link data from
     window: RacyWindow = field(default_factory=RacyWindow)
     kept: int = 0  # files counted against caps.files
     added: int = 0  # bytes added to the store, read-only data included
@@ -225,6 +226,8 @@ def _store_data(scan: Scan, blobs: BlobStore, rel: str, fh: BinaryIO, st: os.sta
     known, leased = data_digests.lookup(fh.fileno(), scan.digests_file)
     try:
         stored = blobs.link_in(fh, st, name, dir_fd, known)
+        if stored is None and scan.lower is not None:  # the same inode, outside the quota's overlay
+            stored = blobs.link_in(fh, st, rel, scan.lower, known)
         if stored is None:
             stored = blobs.copy_in(fh, None)
             assert stored is not None  # no limit

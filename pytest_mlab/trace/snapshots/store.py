@@ -71,8 +71,10 @@ class SnapshotStore:
         self._run_bytes = 0  # bytes this instance added, read-only data excluded
 
     def snapshot(self, workspace: Path | str, *, link_paths: Collection[str] = (),
-                 caps: SnapshotCaps = SnapshotCaps()) -> Snapshot:
-        """Store the current state of ``workspace`` and describe it, within ``caps``."""
+                 caps: SnapshotCaps = SnapshotCaps(), lower: int | None = None) -> Snapshot:
+        """Store the current state of ``workspace`` and describe it, within ``caps``. ``lower``:
+        a descriptor of the workspace folder under a quota's overlay (the sandbox's
+        ``lower_layer``), to hard-link read-only data from."""
         self.wait_durable()
         links = normalize_link_paths(link_paths)
         top = os.path.realpath(workspace)  # fwalk yields nothing for a top that is a link
@@ -80,7 +82,7 @@ class SnapshotStore:
             raise TraceError(f"cannot snapshot {workspace}: it is not a directory")
         left = None if caps.run_bytes is None else max(0, caps.run_bytes - self._run_bytes)
         scan = Scan(top, dev_ino(self.root), links, caps, left, recalled=self._cache,
-                    digests_file=self.data_digests)
+                    digests_file=self.data_digests, lower=lower)
         files: Entries = {}
         dirs: set[str] = set()
         renames = self._renames()
