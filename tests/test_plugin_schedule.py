@@ -69,8 +69,8 @@ def results_file(tmp_path: Path, durations: dict[str, float], **extra) -> Path: 
 
 def started(tmp_path: Path, collection: list[str], durations: dict[str, float], workers: int = 2):  # type: ignore[no-untyped-def]
     clock = Clock()
-    scheduler = LongestFirstScheduling(FakeConfig(workers), results_file=results_file(tmp_path, durations),
-                                       clock=clock)
+    recorded = results_file(tmp_path, durations)
+    scheduler = LongestFirstScheduling(FakeConfig(workers), results_file=lambda: recorded, clock=clock)
     nodes = [FakeWorker(f"gw{index}") for index in range(workers)]
     for node in nodes:
         scheduler.add_node(node)
@@ -189,6 +189,33 @@ def test_without_a_recorded_run_xdist_load_scheduling_is_unchanged(tmp_path: Pat
         scheduler, (gw0, gw1), _ = started(tmp_path, collection, durations)
         assert not scheduler.planned
         assert (gw0.sent, gw1.sent) == ([0, 1], [2, 3]) and gw0.shutting_down and gw1.shutting_down
+
+
+def test_the_plugin_finds_the_results_folder_when_it_schedules_not_when_xdist_makes_the_scheduler(
+        tmp_path: Path) -> None:
+    """``pytest specs/ -n 2`` with no pytest-mlab option: pytest-mlab sets itself up only once a
+    worker reports a Task spec, after xdist made the scheduler; the plan must still use the
+    results folder's times."""
+    from types import SimpleNamespace
+
+    from pytest_mlab.plugin import pytest_xdist_make_scheduler
+    from pytest_mlab.plugin.state import SETTINGS
+
+    class Config(FakeConfig):
+        stash: dict = {}
+
+    config = Config(2)
+    config.values["dist"] = "load"
+    scheduler = pytest_xdist_make_scheduler(config, None)
+    results_file(tmp_path, RUNS)
+    config.stash[SETTINGS] = SimpleNamespace(out_dir=tmp_path)  # activated by the workers' collection
+    nodes = [FakeWorker("gw0"), FakeWorker("gw1")]
+    for node in nodes:
+        scheduler.add_node(node)
+    for node in nodes:
+        scheduler.add_node_collection(node, [nodeid(task) for task in RUNS])
+    scheduler.schedule()
+    assert scheduler.planned and names(scheduler, nodes[0].sent) == ["parkinsons"]
 
 
 @pytest.mark.parametrize("dist, expected", [("load", LongestFirstScheduling), ("loadfile", type(None))])

@@ -301,8 +301,11 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     from pytest_mlab.plugin.schedule import LongestFirstScheduling
     from pytest_mlab.results.store import RESULTS_FILE
 
-    settings = config.stash.get(SETTINGS, None)
-    return LongestFirstScheduling(config, log, results_file=settings.out_dir / RESULTS_FILE if settings else None)
+    def results_file() -> Path | None:  # asked at scheduling time, once pytest-mlab may have activated
+        settings = config.stash.get(SETTINGS, None)
+        return settings.out_dir / RESULTS_FILE if settings is not None else None
+
+    return LongestFirstScheduling(config, log, results_file=results_file)
 
 
 @pytest.hookimpl(optionalhook=True)

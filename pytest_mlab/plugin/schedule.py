@@ -71,8 +71,12 @@ def longest_first_plan(lengths: list[float], workers: int) -> list[deque[int]]:
 class LongestFirstScheduling(LoadScheduling):
     """xdist's scheduler protocol, planned as the module docstring says."""
 
-    def __init__(self, config, log=None, *, results_file: Path | None = None,  # type: ignore[no-untyped-def]
+    def __init__(self, config, log=None, *,  # type: ignore[no-untyped-def]
+                 results_file: Callable[[], Path | None] = lambda: None,
                  clock: Callable[[], float] = time.monotonic) -> None:
+        """``results_file``: asked once the workers have collected, not when xdist makes the
+        scheduler: a session given no pytest-mlab option knows its results folder only once a
+        worker reports a Task spec (plugin/__init__.py's activate)."""
         super().__init__(config, log)
         self.results_file = results_file
         self.clock = clock
@@ -85,7 +89,7 @@ class LongestFirstScheduling(LoadScheduling):
     # -- the protocol ------------------------------------------------------------------------
 
     def schedule(self) -> None:
-        if self.collection is not None or not self.collection_is_completed:
+        if self.collection is not None:  # again, after a worker was added: top up
             if self.planned:
                 for node in self.nodes:
                     self.check_schedule(node)
@@ -93,7 +97,8 @@ class LongestFirstScheduling(LoadScheduling):
             return super().schedule()
         collection = next(iter(self.node2collection.values()))
         runs = [nodeid for nodeid in collection if nodeid.split("::")[0].endswith(SPEC_SUFFIXES)]
-        recorded = recorded_durations(self.results_file) if runs and self.results_file else {}
+        results_file = self.results_file() if runs else None
+        recorded = recorded_durations(results_file) if results_file is not None else {}
         if not any(nodeid in recorded for nodeid in runs) or not self._check_nodes_have_same_collection():
             return super().schedule()
         self.planned = True
@@ -151,9 +156,6 @@ class LongestFirstScheduling(LoadScheduling):
             self.pending.extend(pending)
         self._replan(orphans)
         return crashed
-
-    def remove_pending_tests_from_node(self, node, indices) -> None:  # type: ignore[no-untyped-def]
-        raise NotImplementedError()
 
     # -- planning ------------------------------------------------------------------------------
 
