@@ -131,6 +131,25 @@ def test_the_read_only_digest_cache_is_bounded(tmp_path: Path, monkeypatch: pyte
     assert len(empty_data_cache) == 2
 
 
+def test_a_task_with_hundreds_of_data_files_is_hashed_once_per_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, empty_data_cache: OrderedDict) -> None:
+    # identify-contrails' mini data has 463 files; a room of 256 leases made every snapshot evict
+    # the leases it needed next and hash the whole dataset again
+    hashed = count_hashed_bytes(monkeypatch)
+    cache = tmp_path / "cache"
+    names = [f"part{index}.npy" for index in range(600)]
+    for name in names:
+        old_file(cache / name, 10, name.encode())
+    for run in ("run-1", "run-2"):
+        workspace = tmp_path / run
+        workspace.mkdir()
+        for name in names:
+            os.link(cache / name, workspace / name)
+        SnapshotStore(tmp_path / run / "store").snapshot(workspace, link_paths=names)
+    assert len(hashed) == len(names)  # the second run's snapshot trusted the first's leases
+    assert data_digests.lease_room() >= len(names)
+
+
 def test_unchanged_files_are_not_even_opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     workspace = tmp_path / "ws"
     for index in range(20):
