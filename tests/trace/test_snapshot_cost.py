@@ -3,6 +3,7 @@ per snapshot, and a file written just before a snapshot cached after a wait of o
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections import OrderedDict
@@ -72,14 +73,17 @@ def workspace_with_data(root: Path, cached: Path) -> Path:
 # ---------------------------------------------------------------------- hashing
 
 
-def test_a_new_file_is_read_and_hashed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("size", [3 * MB, 12 * MB], ids=["hashed inline", "hashed in a second thread"])
+def test_a_new_file_is_read_and_hashed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int) -> None:
     workspace = tmp_path / "ws"
     (workspace / "ckpt").mkdir(parents=True)
-    (workspace / "ckpt" / "model.pt").write_bytes(os.urandom(3 * MB))
+    (workspace / "ckpt" / "model.pt").write_bytes(os.urandom(size))
     hashed = count_hashed_bytes(monkeypatch)
     store = SnapshotStore(tmp_path / "store")
     snap = store.snapshot(workspace)
-    assert hashed == [3 * MB], "one hash, fed each byte once, while the blob is copied"
+    assert hashed == [size], "one hash, fed each byte once, while the blob is copied"
+    assert snap.files == 1 and store.manifest(snap.id)["files"]["ckpt/model.pt"]["sha256"] == \
+        hashlib.sha256((workspace / "ckpt" / "model.pt").read_bytes()).hexdigest()
     assert store.read_file(snap.id, "ckpt/model.pt") == (workspace / "ckpt" / "model.pt").read_bytes()
 
 
