@@ -246,7 +246,6 @@ class ContainerSandbox(OnHostWorkspace, Sandbox):
         except DockerException as exc:
             raise SandboxError(f"could not start {argv[0]!r} in the docker sandbox: {exc}") from exc
         output = Output(output_limit)
-        api._disable_socket_timeout(stream)  # a command may be silent for hours: its liveness is exec_inspect's
         raw = getattr(stream, "_sock", stream)
         reader = start_thread(_read_frames, stream, output)
         if stdin is not None:

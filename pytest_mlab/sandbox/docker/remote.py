@@ -26,6 +26,7 @@ and mounted read-only at /mlab/data (:mod:`.data_volumes`); the workspace holds 
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import stat
@@ -79,6 +80,7 @@ class RemoteDockerSandbox(ContainerSandbox):
         self.data_sent = 0  # bytes of data this sandbox sent to its host (0 when the volume was there)
         self._notes: list[str] = []  # lines for the current command's output: what could not be brought back
         self._unreadable: set[str] = set()  # folders the last listing could not read (reported once)
+        self._sent: dict[str, str] = {}  # SHA-256 of the files sent before the current command
         self._over_limits = ""  # the limit the container's workspace went past (a snapshot raises it)
         super().__init__(workspace, **kwargs)
         self._client = self.host.step_client()  # image and data went through the patient client
@@ -124,6 +126,16 @@ class RemoteDockerSandbox(ContainerSandbox):
                 tar.addfile(member(PurePosixPath(folder).relative_to("/tmp").as_posix(), tarfile.DIRTYPE, 0o755))
         if not put_archive(self._client, container.id, "/tmp", archive.getvalue(), len(archive.getvalue())):
             raise SandboxError(f"cannot create the workspace in a container on {self.host.name}")
+
+    def _started(self) -> None:
+        """With ``nocopy`` the volume's root is as docker makes it (0755, root's), and the archive
+        API never changes the mode of the folder it unpacks into: /tmp is made 1777 here, by its owner."""
+        super()._started()
+        result = self._container.exec_run([self.python, "-I", "-c", "import os; os.chmod('/tmp', 0o1777)"],
+                                          user="0:0", workdir="/", environment={"PATH": "/usr/local/bin:/usr/bin:/bin"})
+        if result.exit_code != 0:
+            raise SandboxError(f"cannot open /tmp to the sandbox user in a container on {self.host.name}: "
+                               f"{(result.output or b'').decode(errors='replace')[-500:]}")
 
     def _hand_over(self) -> None:
         """Ownership travels in the archives' headers; the host folder stays the harness's."""
@@ -225,6 +237,8 @@ class RemoteDockerSandbox(ContainerSandbox):
                 size = os.fstat(handle.fileno()).st_size
                 tar.addfile(member(rel, tarfile.REGTYPE, info.st_mode & 0o777 | 0o600, info.st_mtime, size=size),
                             handle)
+                handle.seek(0)
+                self._sent[rel] = hashlib.file_digest(handle, "sha256").hexdigest()
 
     def _remove_in_container(self, paths: list[str]) -> None:
         """Delete ``paths`` there; names travel as hex, so any bytes the kernel allows are fine."""
@@ -281,7 +295,9 @@ class RemoteDockerSandbox(ContainerSandbox):
             elif kind == "o":
                 self._delete_on_host([rel])
         for batch in batches(sorted(rel for rel in changed if entries[rel][KIND] == "f")):
-            read_packed(self._script_stream(packer_argv(self.python, str(self.workspace), batch)), self._place_file)
+            argv = packer_argv(self.python, str(self.workspace), batch, self._sent)
+            read_packed(self._script_stream(argv), self._place_file)
+        self._sent = {}
         for folder, why in sorted(listing.unreadable.items()):
             if folder not in self._unreadable:
                 self._notes.append(f"the sandbox user cannot read {folder!r} ({why}): what it holds is not brought "
