@@ -15,7 +15,7 @@ from pytest_mlab.sandbox.docker.listing import lister_argv, parse_listing
 from pytest_mlab.sandbox.tree_walk import Bound
 
 
-def _packed(folder: Path, names: list[str], sent: dict[str, str] | None = None) -> dict[str, tuple[Fetched, bytes]]:
+def _packed(folder: Path, names: list[str]) -> dict[str, tuple[Fetched, bytes]]:
     """What the packer sent per file: the header, and the body (its first MiB, so a broken packer
     that sends a 2 GiB file whole fails the test instead of filling memory)."""
     found = {}
@@ -26,7 +26,7 @@ def _packed(folder: Path, names: list[str], sent: dict[str, str] | None = None) 
             kept = (kept + chunk)[: (1 << 20) + 1]
         found[fetched.name] = (fetched, kept)
 
-    with subprocess.Popen(packer_argv(sys.executable, str(folder), names, sent or {}), stdout=subprocess.PIPE) as run:
+    with subprocess.Popen(packer_argv(sys.executable, str(folder), names), stdout=subprocess.PIPE) as run:
         read_packed(iter(lambda: run.stdout.read(7 << 10), b""), keep)
     assert run.returncode == 0
     return found
@@ -62,11 +62,13 @@ def test_names_that_are_not_utf8_travel_and_a_failure_names_its_file(tmp_path):
     assert found["missing.txt"][0].error and found[os.fsdecode(b"d\xff")][0].error == "not a regular file"
 
 
-def test_a_file_the_harness_sent_comes_back_only_when_changed(tmp_path):
+def test_a_file_the_harness_sent_is_listed_as_the_same_only_while_unchanged(tmp_path):
     (tmp_path / "step.py").write_bytes(b"print(1)")
-    same = hashlib.sha256(b"print(1)").hexdigest()
-    assert _packed(tmp_path, ["step.py"], {"step.py": same}) == {}
-    assert _packed(tmp_path, ["step.py"], {"step.py": "0" * 64})["step.py"][1] == b"print(1)"
+    (tmp_path / "other.py").write_bytes(b"print(2)")
+    sent = {"step.py": hashlib.sha256(b"print(1)").hexdigest(), "other.py": hashlib.sha256(b"print(3)").hexdigest()}
+    output = subprocess.run(lister_argv(sys.executable, str(tmp_path), Bound(), sent), capture_output=True,
+                            check=True).stdout
+    assert parse_listing(output, Bound()).same == {"step.py"}
 
 
 def test_names_go_in_batches_that_fit_one_argument():

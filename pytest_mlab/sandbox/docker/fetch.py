@@ -3,9 +3,7 @@ number, sparse files without their holes, names as the kernel's bytes.
 
 The container's own Python (isolated mode, as the sandbox user, after everything the command
 started is killed) writes the named files to its standard output: per file, one JSON line (its
-name in hex, size, mode, mtime and the extents that hold data), then those extents' bytes. A file
-the harness itself sent before the command (its script) is compared by SHA-256 there and comes
-back only if the command changed it. A
+name in hex, size, mode, mtime and the extents that hold data), then those extents' bytes. A
 file's holes never cross the socket, so a 2 GiB sparse file costs its data, not 2 GiB; names
 travel in hex, so no layer between (HTTP query strings, JSON, tar headers) ever encodes them. The
 names go in the command's arguments, a bounded number of bytes per command.
@@ -22,12 +20,10 @@ from typing import IO, Any, Callable, Iterable, Iterator
 from pytest_mlab.sandbox.docker.archive import ChunkReader
 
 PACKER = r"""
-import errno, hashlib, json, os, stat, sys
+import errno, json, os, stat, sys
 root, out = os.fsencode(sys.argv[1]), sys.stdout.buffer
 data, hole = getattr(os, "SEEK_DATA", 3), getattr(os, "SEEK_HOLE", 4)
-for part in [part for part in sys.argv[2].split(",") if part]:
-    name, _, expected = part.partition(":")
-    name = bytes.fromhex(name)
+for name in [bytes.fromhex(part) for part in sys.argv[2].split(",") if part]:
     try:
         fd = os.open(os.path.join(root, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
@@ -36,12 +32,6 @@ for part in [part for part in sys.argv[2].split(",") if part]:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             out.write(json.dumps({"n": name.hex(), "error": "not a regular file"}).encode() + b"\n"); continue
-        if expected:  # a file the harness sent before the command: its bytes come back only if they changed
-            digest = hashlib.sha256()
-            while chunk := os.read(fd, 1 << 20):
-                digest.update(chunk)
-            if digest.hexdigest() == expected:
-                out.write(json.dumps({"n": name.hex(), "same": 1}).encode() + b"\n"); continue
         size, extents, offset = info.st_size, [], 0
         if info.st_blocks * 512 < size:  # holes: only the extents holding data
             try:
@@ -91,7 +81,7 @@ def batches(names: Iterable[str]) -> Iterator[list[str]]:
     batch: list[str] = []
     used = 0
     for name in names:
-        cost = len(os.fsencode(name)) * 2 + 66  # hex, and room for a digest
+        cost = len(os.fsencode(name)) * 2 + 66  # hex, and room for a digest (the listing's)
         if batch and used + cost > ARGUMENT_BYTES:
             yield batch
             batch, used = [], 0
@@ -101,11 +91,9 @@ def batches(names: Iterable[str]) -> Iterator[list[str]]:
         yield batch
 
 
-def packer_argv(python: str, workspace: str, names: list[str], sent: dict[str, str]) -> list[str]:
-    """The command that writes ``names`` to its output; those in ``sent`` (the SHA-256 of what the
-    harness sent before the command) only if their content is no longer that."""
-    parts = (hex_name(name) + (f":{sent[name]}" if name in sent else "") for name in names)
-    return [python, "-I", "-c", PACKER, workspace, ",".join(parts)]
+def packer_argv(python: str, workspace: str, names: list[str]) -> list[str]:
+    """The command that writes ``names`` to its output."""
+    return [python, "-I", "-c", PACKER, workspace, ",".join(hex_name(name) for name in names)]
 
 
 def read_packed(stdout_chunks: Iterable[bytes], place: Callable[[Fetched, IO[bytes]], None]) -> None:
@@ -118,8 +106,6 @@ def read_packed(stdout_chunks: Iterable[bytes], place: Callable[[Fetched, IO[byt
             return
         header = json.loads(line)
         name = os.fsdecode(bytes.fromhex(header["n"]))
-        if "same" in header:
-            continue
         if "error" in header:
             place(Fetched(name, 0, 0, 0.0, (), str(header["error"])), io.BytesIO())
             continue

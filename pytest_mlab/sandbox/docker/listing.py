@@ -4,7 +4,8 @@ The listing runs the image's own Python (isolated mode, as the sandbox user) aft
 command started is killed, so nothing changes under it. It names each entry with what changes
 when it is rewritten (size, mtime, ctime, inode: ctime cannot be set back by the agent) and the
 blocks a regular file takes, so the harness fetches only what changed and checks the disk quota
-before it writes a byte. Names are the kernel's bytes: Python's surrogate escapes carry them
+before it writes a byte. The files the harness itself sent before the command (its script) are
+compared by SHA-256 there, and come back only if the command changed them. Names are the kernel's bytes: Python's surrogate escapes carry them
 through JSON both ways, so a name that is not UTF-8 is listed like any other.
 
 A folder the sandbox user cannot read is reported, never a reason to fetch everything: what it
@@ -18,10 +19,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_mlab.sandbox.docker.fetch import batches, hex_name
 from pytest_mlab.sandbox.tree_walk import Bound
 
 LISTER = r"""
-import json, os, stat, sys
+import hashlib, json, os, stat, sys
 root, depth_bound, entry_bound = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 out, unreadable, over, stack = {}, {}, "", [(root, "", 0)]
 while stack and not over:  # an explicit stack, never recursion: a chain thousands deep is listed like any other
@@ -51,13 +53,28 @@ while stack and not over:  # an explicit stack, never recursion: a chain thousan
         else:
             out[rel] = ["f" if stat.S_ISREG(mode) else "o", info.st_size, info.st_mtime_ns, info.st_ctime_ns,
                         info.st_ino, "", info.st_blocks * 512]
+same = []  # files the harness sent before the command whose content the command left as it was
+for part in [part for part in sys.argv[4].split(",") if part]:
+    name, _, expected = part.partition(":")
+    rel = os.fsdecode(bytes.fromhex(name))
+    if out.get(rel, ["?"])[0] != "f":
+        continue
+    digest = hashlib.sha256()
+    try:
+        with open(os.path.join(root, rel), "rb", opener=lambda path, flags: os.open(path, flags | os.O_NOFOLLOW)) as f:
+            while chunk := f.read(1 << 20):
+                digest.update(chunk)
+    except OSError:
+        continue
+    if digest.hexdigest() == expected:
+        same.append(rel)
 cpu = ""
 for name in ("cpuacct/cpuacct.usage", "cpu,cpuacct/cpuacct.usage", "cpu.stat"):
     try:
         cpu += open("/sys/fs/cgroup/" + name).read()
     except OSError:
         pass
-json.dump({"entries": out, "unreadable": unreadable, "over": over, "cpu": cpu}, sys.stdout)
+json.dump({"entries": out, "unreadable": unreadable, "over": over, "same": same, "cpu": cpu}, sys.stdout)
 """
 
 KIND, SIZE, TARGET, ON_DISK = 0, 1, 5, 6  # fields of an entry
@@ -67,12 +84,14 @@ KIND, SIZE, TARGET, ON_DISK = 0, 1, 5, 6  # fields of an entry
 class Listing:
     """One listing: ``entries`` by workspace path, the folders that could not be read (path ->
     why), the bound the workspace went past (a snapshot's message; empty when within), and the
-    cgroup's CPU counter as the listing read it."""
+    cgroup's CPU counter as the listing read it; ``same``: the files the harness sent before the
+    command whose content is still what it sent."""
 
     entries: dict[str, list[Any]]
     unreadable: dict[str, str] = field(default_factory=dict)
     over: str = ""
     cpu: str = ""
+    same: set[str] = field(default_factory=set)
 
     def hidden(self, rel: str) -> bool:
         """Whether ``rel`` lies inside a folder the listing could not read (then it is unknown, not gone)."""
@@ -83,9 +102,14 @@ class Listing:
         return sum(entry[ON_DISK] for entry in self.entries.values() if entry[KIND] == "f")
 
 
-def lister_argv(python: str, workspace: str, bound: Bound) -> list[str]:
-    """The command that lists ``workspace`` in the container."""
-    return [python, "-I", "-c", LISTER, workspace, str(bound.depth), str(bound.entries)]
+def lister_argv(python: str, workspace: str, bound: Bound, sent: dict[str, str] | None = None) -> list[str]:
+    """The command that lists ``workspace`` in the container; ``sent``: the SHA-256 of each file
+    the harness sent before the command, compared there (the harness's own script comes back
+    only if the command changed it, without a second round trip to ask)."""
+    sent = sent or {}
+    fits = next(batches(sorted(sent)), [])  # beyond one argument's worth, files just come back
+    digests = ",".join(f"{hex_name(rel)}:{sent[rel]}" for rel in fits)
+    return [python, "-I", "-c", LISTER, workspace, str(bound.depth), str(bound.entries), digests]
 
 
 def parse_listing(stdout: bytes, bound: Bound) -> Listing | None:
@@ -93,7 +117,7 @@ def parse_listing(stdout: bytes, bound: Bound) -> Listing | None:
     try:
         report = json.loads(stdout)
         listing = Listing(dict(report["entries"]), dict(report["unreadable"]), str(report["over"]),
-                          str(report.get("cpu", "")))
+                          str(report.get("cpu", "")), set(report["same"]))
     except (ValueError, KeyError, TypeError):
         return None
     if listing.over == "entries":

@@ -272,8 +272,9 @@ class RemoteDockerSandbox(ContainerSandbox):
 
     def _pull(self, container: Any) -> None:
         """Bring the host folder level with the container after a command: only what changed moves."""
-        listing = parse_listing(self._script_output(lister_argv(self.python, str(self.workspace), self.options.bound)),
-                                self.options.bound)
+        argv = lister_argv(self.python, str(self.workspace), self.options.bound, self._sent)
+        listing = parse_listing(self._script_output(argv), self.options.bound)
+        self._sent = {}
         if listing is None:
             raise SandboxError(f"the listing of the workspace in the container on {self.host.name} printed no listing")
         self._cpu_before = cgroup_cpu_seconds(listing.cpu)
@@ -284,7 +285,8 @@ class RemoteDockerSandbox(ContainerSandbox):
                 f"(in the container on {self.host.name}); the limit is the task's limits.disk")
             return
         entries = listing.entries
-        changed = [rel for rel, entry in entries.items() if self._listing.get(rel) != entry or rel not in self._pushed]
+        changed = [rel for rel, entry in entries.items()
+                   if (self._listing.get(rel) != entry or rel not in self._pushed) and rel not in listing.same]
         self._delete_on_host(rel for rel in self._pushed if rel not in entries and not listing.hidden(rel))
         for rel in sorted(changed):
             kind, target = entries[rel][KIND], entries[rel][TARGET]
@@ -295,9 +297,7 @@ class RemoteDockerSandbox(ContainerSandbox):
             elif kind == "o":
                 self._delete_on_host([rel])
         for batch in batches(sorted(rel for rel in changed if entries[rel][KIND] == "f")):
-            argv = packer_argv(self.python, str(self.workspace), batch, self._sent)
-            read_packed(self._script_stream(argv), self._place_file)
-        self._sent = {}
+            read_packed(self._script_stream(packer_argv(self.python, str(self.workspace), batch)), self._place_file)
         for folder, why in sorted(listing.unreadable.items()):
             if folder not in self._unreadable:
                 self._notes.append(f"the sandbox user cannot read {folder!r} ({why}): what it holds is not brought "
