@@ -348,3 +348,39 @@ def test_a_host_that_hangs_is_lost_within_a_minute(on_host, second_daemon):
         remote = docker.DockerClient(base_url=second_daemon)
         for container in remote.containers.list(all=True, filters={"label": "pytest-mlab.run=remote-hangs"}):
             container.remove(force=True, v=True)
+
+
+def test_clean_sweeps_what_a_dead_controller_machine_left_once_its_lease_ran_out(second_daemon, capsys):
+    import time
+
+    import docker
+
+    from pytest_mlab.cli import main
+    from pytest_mlab.sandbox.docker.conventions import LABEL, LEASE_LABEL, OWNER_LABEL
+    from pytest_mlab.sandbox.docker.data_volumes import DATA_LABEL, SESSION_LABEL
+    from tests.sandbox.docker_daemons import RUNTIME_TAG
+
+    remote = docker.DockerClient(base_url=second_daemon)
+    past, future = str(int(time.time()) - 60), str(int(time.time()) + 3600)
+    made = []
+    for name, lease in (("gone", past), ("live", future)):
+        labels = {LABEL: "1", OWNER_LABEL: f"{name}-controller:4242:99", LEASE_LABEL: lease}
+        remote.volumes.create(f"mlab-data-{name}-machine", labels={**labels, DATA_LABEL: "x", SESSION_LABEL: name})
+        made.append(remote.containers.create(RUNTIME_TAG, ["true"], name=f"mlab-{name}-machine", labels=labels))
+    try:
+        assert main(["clean", "--hosts", second_daemon]) == 0  # not --all
+        printed = capsys.readouterr().out
+        assert "mlab-gone-machine" in printed and "mlab-data-gone-machine" in printed and "live" not in printed
+        assert [c.name for c in remote.containers.list(all=True, filters={"label": LABEL})
+                if c.name.endswith("machine")] == ["mlab-live-machine"]
+        assert [v.name for v in remote.volumes.list(filters={"label": DATA_LABEL})
+                if v.name.endswith("machine")] == ["mlab-data-live-machine"]
+    finally:
+        for container in made:
+            try:
+                container.remove(force=True)
+            except docker.errors.NotFound:
+                pass
+        for volume in remote.volumes.list(filters={"label": DATA_LABEL}):
+            if volume.name.endswith("machine"):
+                volume.remove(force=True)
