@@ -482,39 +482,43 @@ def test_a_remote_docker_host_shares_out_its_own_gpus(tmp_path: Path, monkeypatc
 
 def test_a_remote_hosts_gpus_are_listed_by_its_own_nvidia_smi(monkeypatch) -> None:
     pytest.importorskip("docker")
-    from pytest_mlab.sandbox.docker import gpus as docker_gpus
-    from pytest_mlab.sandbox.docker.hosts import DockerHost
-
-    calls = []
-
-    class Containers:
-        def run(self, image, command, **options):
-            calls.append((image, command, options))
-            return b"0\n1\n"
-
-    daemon = FakeDaemon({"nvidia": {}})
-    daemon.containers = Containers()
-    monkeypatch.setattr(DockerHost, "client", lambda self: daemon)
-    docker_gpus.host_gpus.cache_clear()
+    probe = _Probe(b"0\n1\n")
+    docker_gpus, host = _host_with(monkeypatch, {"nvidia": {}}, probe)
     try:
-        assert docker_gpus.host_gpus(DockerHost("tcp://gpu-box:2376")) == ("0", "1")
+        assert docker_gpus.host_gpus(host) == ("0", "1")
     finally:
         docker_gpus.host_gpus.cache_clear()
-    (image, command, options), = calls
-    assert command[0] == "nvidia-smi" and options["network_mode"] == "none" and options["remove"]
+    (image, command, options), = probe.calls
+    assert command[0] == "nvidia-smi" and options["network_mode"] == "none" and probe.removed == 1
     assert options["device_requests"][0]["Capabilities"] == [["gpu", "utility"]]
 
 
 class _Probe:
-    """A daemon's containers.run for the GPU probe: prints ``output``, or raises ``error``."""
+    """A daemon's containers for the GPU probe: the container prints ``output``, or its start
+    raises ``error``; each is removed (``removed`` counts them)."""
 
     def __init__(self, output: bytes = b"", error: Exception | None = None) -> None:
-        self.output, self.error = output, error
+        self.output, self.error, self.removed, self.calls = output, error, 0, []
 
-    def run(self, image, command, **options):
-        if self.error is not None:
-            raise self.error
-        return self.output
+    def create(self, image, command, **options):
+        self.calls.append((image, command, options))
+        probe = self
+
+        class Container:
+            def start(self):
+                if probe.error is not None:
+                    raise probe.error
+
+            def wait(self, timeout):
+                return {"StatusCode": 0}
+
+            def logs(self, **streams):
+                return probe.output
+
+            def remove(self, force):
+                probe.removed += 1
+
+        return Container()
 
 
 def _host_with(monkeypatch, runtimes: dict, probe: _Probe):
@@ -546,11 +550,13 @@ def test_a_gpu_lookup_that_fails_is_reported_not_taken_for_no_gpu(monkeypatch) -
     finally:
         docker_gpus.host_gpus.cache_clear()
     no_driver = docker.errors.APIError('could not select device driver "" with capabilities: [[gpu utility]]')
-    docker_gpus, host = _host_with(monkeypatch, {"runc": {}}, _Probe(error=no_driver))
+    probe = _Probe(error=no_driver)
+    docker_gpus, host = _host_with(monkeypatch, {"runc": {}}, probe)
     try:
         assert docker_gpus.host_gpus(host) == ()
     finally:
         docker_gpus.host_gpus.cache_clear()
+    assert probe.removed == 1  # the container that could not start is not left behind
 
 
 def test_a_gpu_task_is_not_skipped_on_a_gpu_less_controller_that_drives_gpu_hosts(monkeypatch) -> None:

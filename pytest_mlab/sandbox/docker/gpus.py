@@ -15,6 +15,7 @@ from pytest_mlab.sandbox.docker.image import RUNTIME_IMAGE
 from pytest_mlab.sandbox.gpus import list_gpus
 from pytest_mlab.sandbox.owner import owner_label
 
+PROBE_TIMEOUT = 60  # seconds for nvidia-smi in the probe container
 _NO_GPU_DRIVER = "could not select device driver"  # docker's answer where no GPU driver is installed
 _TOOLKIT_HOOKS = ("nvidia-container-runtime-hook", "nvidia-ctk")  # what docker's --gpus calls without a runtime
 
@@ -49,11 +50,18 @@ def host_gpus(host: DockerHost) -> tuple[str, ...]:
     from docker.types import DeviceRequest
 
     client = host.client()
+    probe = None
     try:
-        output = client.containers.run(
-            RUNTIME_IMAGE, ["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], remove=True,
+        probe = client.containers.create(
+            RUNTIME_IMAGE, ["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"],
             network_mode="none", labels={LABEL: "1", OWNER_LABEL: owner_label()},
             device_requests=[DeviceRequest(count=-1, capabilities=[["gpu", "utility"]])])
+        probe.start()  # where docker has no GPU driver, this is what refuses
+        status = probe.wait(timeout=PROBE_TIMEOUT)
+        output = probe.logs(stdout=True, stderr=False)
+        if status.get("StatusCode") != 0:
+            raise SandboxError(f"cannot list the GPUs of the docker host {host.name}: nvidia-smi exited with "
+                               f"{status.get('StatusCode')}: {probe.logs().decode(errors='replace')[-500:]}")
     except APIError as exc:
         if _NO_GPU_DRIVER in str(exc):
             return ()
@@ -61,6 +69,12 @@ def host_gpus(host: DockerHost) -> tuple[str, ...]:
     except DockerException as exc:
         raise SandboxError(f"cannot list the GPUs of the docker host {host.name} (nvidia-smi run in {RUNTIME_IMAGE} "
                            f"there with every GPU): {exc}") from exc
+    finally:
+        if probe is not None:  # a container that failed to start stays unless removed
+            try:
+                probe.remove(force=True)
+            except DockerException:
+                pass
     return tuple(line.strip() for line in output.decode(errors="replace").splitlines() if line.strip().isdigit())
 
 

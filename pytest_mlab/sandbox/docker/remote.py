@@ -54,10 +54,13 @@ import os, shutil, sys
 root = os.fsencode(sys.argv[1])
 for name in [bytes.fromhex(part) for part in sys.argv[2].split(",") if part]:
     path = os.path.join(root, name)
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path, ignore_errors=True)
-    elif os.path.lexists(path):
-        os.unlink(path)
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.lexists(path):
+            os.unlink(path)
+    except OSError:  # a folder the agent made read-only: the next listing shows what stayed
+        pass
 """
 
 
@@ -249,23 +252,26 @@ class RemoteDockerSandbox(ContainerSandbox):
     def _script_output(self, argv: list[str]) -> bytes:
         """What a script of ours printed, run in the container as the sandbox user; a
         SandboxError naming what failed when it did not run to its end."""
-        chunks = []
-        for chunk in self._script_stream(argv):
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return b"".join(self._script_stream(argv))
 
     def _script_stream(self, argv: list[str]) -> Iterator[bytes]:
         """The standard output of a script of ours, as it comes; its errors as in ``_script_output``."""
+        from docker.errors import DockerException
+
         api = self._client.api
-        exec_id = api.exec_create(self._container.id, argv, user=self.user, workdir="/",
-                                  environment={"PATH": "/usr/local/bin:/usr/bin:/bin"})["Id"]
         errors = []
-        for out, err in api.exec_start(exec_id, stream=True, demux=True):
-            if err and sum(map(len, errors)) < 4096:
-                errors.append(err)
-            if out:
-                yield out
-        code = api.exec_inspect(exec_id).get("ExitCode")
+        try:
+            exec_id = api.exec_create(self._container.id, argv, user=self.user, workdir="/",
+                                      environment={"PATH": "/usr/local/bin:/usr/bin:/bin"})["Id"]
+            for out, err in api.exec_start(exec_id, stream=True, demux=True):
+                if err and sum(map(len, errors)) < 4096:
+                    errors.append(err)
+                if out:
+                    yield out
+            code = api.exec_inspect(exec_id).get("ExitCode")
+        except DockerException as exc:
+            raise SandboxError(f"the harness's own script could not run in the container on {self.host.name}: "
+                               f"{getattr(exc, 'explanation', None) or exc}") from exc
         if code != 0:
             raise SandboxError(f"the harness's own script failed in the container on {self.host.name} "
                                f"(exit {code}): {b''.join(errors).decode(errors='replace')[-1000:]}")
