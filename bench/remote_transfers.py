@@ -56,15 +56,18 @@ def main() -> None:
                              f"open('large.bin', 'wb').write(b'l' * ({args.large_mb} << 20))"))
             rows.append(step(box, relay, "no-op step", "pass"))
             for count in (32, 200):
-                rows.append(step(box, relay, f"{count} small files", SMALL.format(count=count).replace("{step}", str(count))))
+                code = SMALL.format(count=count).replace("{step}", str(count))
+                rows.append(step(box, relay, f"{count} small files", code))
             rows.append(step(box, relay, "no-op step again", "pass"))
-            rows.append(step(box, relay, "chmod 000 a folder", "import os; os.makedirs('locked'); os.chmod('locked', 0)"))
+            rows.append(step(box, relay, "chmod 000 a folder",
+                             "import os; os.makedirs('locked'); os.chmod('locked', 0)"))
             rows.append(step(box, relay, "no-op, folder locked", "pass"))
             rows.append(step(box, relay, f"a {args.sparse_gb} GiB sparse file",
                              f"f = open('sparse.bin', 'wb'); f.seek({args.sparse_gb} << 29); f.write(b'x'); "
                              f"f.truncate({args.sparse_gb} << 30)"))
             info = (box.workspace / "sparse.bin").stat()
-            sparse_note = f"sparse file on the harness: {info.st_size >> 20} MiB long, {info.st_blocks * 512 >> 10} KiB on disk"
+            sparse_note = (f"sparse file on the harness: {info.st_size >> 20} MiB long, "
+                           f"{info.st_blocks * 512 >> 10} KiB on disk")
     finally:
         from pytest_mlab.sandbox.docker.leftovers import remove_leftovers
 

@@ -543,7 +543,8 @@ def test_a_host_with_the_toolkit_hook_but_no_nvidia_runtime_has_its_gpus_found(m
 
 def test_a_gpu_lookup_that_fails_is_reported_not_taken_for_no_gpu(monkeypatch) -> None:
     docker = pytest.importorskip("docker")
-    docker_gpus, host = _host_with(monkeypatch, {"nvidia": {}}, _Probe(error=docker.errors.APIError("boom: oci hook failed")))
+    failing = _Probe(error=docker.errors.APIError("boom: oci hook failed"))
+    docker_gpus, host = _host_with(monkeypatch, {"nvidia": {}}, failing)
     try:
         with pytest.raises(SandboxError, match="cannot list the GPUs of the docker host tcp://box:2376: .*boom"):
             docker_gpus.host_gpus(host)

@@ -5,8 +5,9 @@ command started is killed, so nothing changes under it. It names each entry with
 when it is rewritten (size, mtime, ctime, inode: ctime cannot be set back by the agent) and the
 blocks a regular file takes, so the harness fetches only what changed and checks the disk quota
 before it writes a byte. The files the harness itself sent before the command (its script) are
-compared by SHA-256 there, and come back only if the command changed them. Names are the kernel's bytes: Python's surrogate escapes carry them
-through JSON both ways, so a name that is not UTF-8 is listed like any other.
+compared by SHA-256 there, and come back only if the command changed them. Names are the
+kernel's bytes: Python's surrogate escapes carry them through JSON both ways, so a name that is
+not UTF-8 is listed like any other.
 
 A folder the sandbox user cannot read is reported, never a reason to fetch everything: what it
 holds stays as the harness last saw it. A workspace beyond its depth or entry bound is reported in
@@ -124,6 +125,7 @@ def parse_listing(stdout: bytes, bound: Bound) -> Listing | None:
         listing.over = (f"the workspace holds more than {bound.entries:,} files, folders and links; "
                         "the limit is the task's limits.workspace_files")
     elif listing.over:
-        listing.over = (f"the workspace has folders nested more than {bound.depth:,} deep "
-                        f"({listing.over.removeprefix('depth ')[:60]}...); the limit is the task's limits.workspace_depth")
+        where = listing.over.removeprefix("depth ")[:60]
+        listing.over = (f"the workspace has folders nested more than {bound.depth:,} deep ({where}...); "
+                        "the limit is the task's limits.workspace_depth")
     return listing
