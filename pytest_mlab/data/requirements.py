@@ -12,6 +12,8 @@ import shutil
 from pathlib import Path
 
 from pytest_mlab.data.cache import is_prepared
+from pytest_mlab.errors import MlabError
+from pytest_mlab.sandbox.docker.hosts import pool
 from pytest_mlab.spec import models
 
 
@@ -37,8 +39,8 @@ def unmet_requirement(task: models.TaskSpec, variant: str, cache_dir: Path, *, p
     unset = [name for name in needs.env if not os.environ.get(name)]
     if unset:
         return f"needs the environment variables {', '.join(unset)}: export {unset[0]}=..."
-    if needs.gpu and not _gpu_available():
-        return "needs a GPU, none is visible here (nvidia-smi was not found)"
+    if needs.gpu:
+        return _no_gpu()
     return None
 
 
@@ -52,6 +54,19 @@ def _importable(package: str) -> bool:
         return False
 
 
+def _no_gpu() -> str | None:
+    """Why no GPU can run the task, or None. With --mlab-docker-hosts the hosts are asked, not
+    this machine: a controller without GPUs drives GPU hosts. A lookup that failed says so."""
+    if pool():
+        from pytest_mlab.sandbox.docker.gpus import pool_has_gpu
+
+        try:
+            return None if pool_has_gpu() else "needs a GPU, and no docker host of --mlab-docker-hosts has one"
+        except MlabError as exc:
+            return f"needs a GPU, and the docker hosts could not be asked for theirs: {exc}"
+    return None if _nvidia_smi_here() else "needs a GPU, none is visible here (nvidia-smi was not found)"
+
+
 @functools.lru_cache(maxsize=None)
-def _gpu_available() -> bool:
+def _nvidia_smi_here() -> bool:
     return shutil.which("nvidia-smi") is not None
