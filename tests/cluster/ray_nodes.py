@@ -41,6 +41,10 @@ class RayTestCluster:
     def remove_node(self, node: Any, *, kill: bool = False) -> None:
         self.cluster.remove_node(node, allow_graceful=not kill)
 
+    def temp_left(self) -> list[str]:
+        """What is in the temp folder of the cluster's processes and sessions (TMPDIR)."""
+        return sorted(entry.name for entry in (self.folder / "tmp").iterdir())
+
     def shutdown(self) -> None:
         self.cluster.shutdown()
 
@@ -70,10 +74,13 @@ def ray_cluster_fixture() -> Iterator[RayTestCluster]:
     pytest.importorskip("ray", reason='Ray is not installed: pip install -e ".[ray]"')
     folder = Path(tempfile.mkdtemp(prefix="mlab-ray-test-"))
     (folder / "ray").mkdir()
+    (folder / "tmp").mkdir()
     # Ray's address file too, and that of every sub-run's driver; drivers connect to 127.0.0.1 as
     # given (Ray otherwise swaps a loopback address for the machine's own); Ray's memory monitor
-    # would kill runs when the machine, shared by every node here, looks full
-    settings = {"RAY_TMPDIR": str(folder), "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_memory_monitor_refresh_ms": "0"}
+    # would kill runs when the machine, shared by every node here, looks full; TMPDIR: whatever the
+    # runs leave in the temp folder is found in the cluster's own (RayTestCluster.temp_left)
+    settings = {"RAY_TMPDIR": str(folder), "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+                "RAY_memory_monitor_refresh_ms": "0", "TMPDIR": str(folder / "tmp")}
     before = {name: os.environ.get(name) for name in settings}
     os.environ.update(settings)
     try:

@@ -5,8 +5,9 @@ which connects to the cluster as Ray drivers do."""
 from __future__ import annotations
 
 import json
-import os
-import tempfile
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -52,14 +53,21 @@ def gpu_task(project: Path, name: str, *, gpus: int | None, sleep: float) -> Non
         import shutil
 
         shutil.copytree(project / "task_assets" / "toy", assets)
-    (assets / "reference" / "train.py").write_text(REFERENCE.format(sleep=sleep))
+    slow_reference(project, name, sleep=sleep)
+
+
+def slow_reference(project: Path, name: str, *, sleep: float) -> None:
+    (project / "task_assets" / name / "reference" / "train.py").write_text(REFERENCE.format(sleep=sleep))
 
 
 def session(pytester: pytest.Pytester, cluster: RayTestCluster, cache: Path, *args: str) -> pytest.RunResult:
     """A session of the project in the pytester folder whose runs Ray places on ``cluster``."""
-    return pytester.runpytest_subprocess("specs", "--mlab-cache", str(cache), "-p", "no:cacheprovider",
-                                         *UNRELATED_PLUGINS, f"--mlab-ray={cluster.address}", "--mlab-out",
-                                         "mlab-results", *args, timeout=SESSION_TIMEOUT)
+    return pytester.runpytest_subprocess(*session_args(cluster, cache, *args), timeout=SESSION_TIMEOUT)
+
+
+def session_args(cluster: RayTestCluster, cache: Path, *args: str) -> tuple[str, ...]:
+    return ("specs", "--mlab-cache", str(cache), "-p", "no:cacheprovider", *UNRELATED_PLUGINS,
+            f"--mlab-ray={cluster.address}", "--mlab-out", "mlab-results", *args)
 
 
 def runs_of(project: Path) -> list[dict[str, Any]]:
@@ -76,9 +84,13 @@ def test_each_run_goes_to_a_node_with_its_gpus_and_no_gpu_is_held_twice(
         gpu_nodes: list[Any]) -> None:
     gpu_task(toy_project, "one-gpu", gpus=None, sleep=2)
     gpu_task(toy_project, "two-gpus", gpus=2, sleep=2)
+    gpu_task(toy_project, "four-gpus", gpus=4, sleep=0)  # more than any node has
     (toy_project / "specs" / "tasks" / "toy.yaml").unlink()
-    result = session(pytester, cluster, mlab_cache, "--agent=reference", "--seeds=4", "-n", "8")
+    result = session(pytester, cluster, mlab_cache, "--agent=reference", "--seeds=4", "-n", "8", "-rs")
     assert result.ret == 0, "\n".join(result.outlines[-40:] + result.errlines[-40:])
+    assert result.parseoutcomes() == {"passed": 8, "skipped": 4}, result.outlines[-20:]
+    result.stdout.fnmatch_lines(["*needs 4 GPU(s) on one node, and no node of the Ray cluster (--mlab-ray) has more "
+                                 "than 3*"])
     runs = runs_of(toy_project)
     assert len(runs) == 8
     with_gpus = {node_label(node) for node in gpu_nodes[:2]}
@@ -90,3 +102,37 @@ def test_each_run_goes_to_a_node_with_its_gpus_and_no_gpu_is_held_twice(
             at_once = run["start"] < other["end"] and other["start"] < run["end"]
             if at_once and run["host"] == other["host"]:
                 assert not set(run["gpus"]) & set(other["gpus"]), (run, other)
+    assert not cluster.temp_left(), "the runs left temp folders behind"
+
+
+def test_a_killed_node_ends_its_run_as_host_lost_and_resume_runs_it_again(
+        pytester: pytest.Pytester, toy_project: Path, mlab_cache: Path, cluster: RayTestCluster,
+        gpu_nodes: list[Any]) -> None:
+    doomed = cluster.add_node(gpus=5)  # the only node a run holding 5 GPUs fits on
+    gpu_task(toy_project, "five-gpus", gpus=5, sleep=600)
+    (toy_project / "specs" / "tasks" / "toy.yaml").unlink()
+    running = pytester.popen([sys.executable, "-m", "pytest", *session_args(cluster, mlab_cache, "--agent=reference")],
+                             stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not processes_naming("ray::_on_node") and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert processes_naming("ray::_on_node"), "the run never started on its node"
+        time.sleep(3)  # into its first steps
+        cluster.remove_node(doomed, kill=True)
+        assert running.wait(timeout=120) == 1
+    finally:
+        if running.poll() is None:
+            running.kill()
+    (lost,) = read_results(toy_project)["runs"]
+    assert lost["end_reason"] == "host lost" and lost["infrastructure"], lost
+    replacement = cluster.add_node(gpus=5)
+    try:
+        slow_reference(toy_project, "five-gpus", sleep=0)
+        result = session(pytester, cluster, mlab_cache, "--agent=reference", "--mlab-resume")
+    finally:
+        cluster.remove_node(replacement)
+    assert result.ret == 0, "\n".join(result.outlines[-40:] + result.errlines[-40:])
+    (rerun,) = read_results(toy_project)["runs"]
+    assert rerun["passed"] and rerun["host"] == node_label(replacement) and not rerun["resumed"], rerun
+    assert not cluster.temp_left(), "what the killed node's run left was not swept by the next session"
