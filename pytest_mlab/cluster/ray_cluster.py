@@ -8,6 +8,7 @@ imported here only, and only then, so a session without ``--mlab-ray`` never loa
 from __future__ import annotations
 
 import functools
+import importlib.util
 import logging
 from types import ModuleType
 
@@ -16,6 +17,14 @@ from pytest_mlab.errors import UsageError
 AUTO = "auto"  # a cluster started on this machine with `ray start --head`
 INSTALL = 'pip install -e ".[ray]"'
 OPTION = "--mlab-ray"
+
+
+def unavailable() -> str | None:
+    """Why Ray cannot be used here (it is not installed, and how to install it), else None;
+    asked without importing it."""
+    if importlib.util.find_spec("ray") is None:
+        return f"Ray places the runs, and it is not installed: {INSTALL}"
+    return None
 
 
 def ray_module() -> ModuleType:

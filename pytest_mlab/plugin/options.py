@@ -158,6 +158,11 @@ def _ray_address(values: dict[str, tuple[str | None, str]]) -> str | None:
         return None
     if not address.strip():
         raise UsageError(f"{source} is empty: name the Ray head's HOST:PORT, or auto")
+    from pytest_mlab.cluster.ray_cluster import unavailable
+
+    missing = unavailable()
+    if missing:
+        raise UsageError(f"{source}={address}: {missing}")
     for ini, why in (("mlab_docker_hosts", "Ray places runs on its nodes, each using its own docker or bwrap"),
                      ("mlab_gpus", "Ray gives each run its GPUs (limits.gpus in the task spec)"),
                      ("mlab_max_cost", "the budget's ledger is not shared with the nodes yet")):
