@@ -97,12 +97,16 @@ def test_each_run_goes_to_a_node_with_its_gpus_and_no_gpu_is_held_twice(
     for run in runs:
         assert run["host"] in with_gpus, run
         assert len(run["gpus"]) == (2 if run["task"] == "two-gpus" else 1), run
+        assert set(run["gpus"]) <= {"0", "1", "2"}, run  # a run's GPUs all come from its one node
     for index, run in enumerate(runs):
         for other in runs[index + 1:]:
             at_once = run["start"] < other["end"] and other["start"] < run["end"]
             if at_once and run["host"] == other["host"]:
                 assert not set(run["gpus"]) & set(other["gpus"]), (run, other)
+    # 12 GPUs asked for, 6 on the nodes: some runs waited for others to end on their node
+    assert any(run["end"] <= other["start"] for run in runs for other in runs if run["host"] == other["host"])
     assert not cluster.temp_left(), "the runs left temp folders behind"
+    assert not processes_naming(str(toy_project)), "the session left processes behind"
 
 
 def test_a_killed_node_ends_its_run_as_host_lost_and_resume_runs_it_again(
