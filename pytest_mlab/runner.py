@@ -103,7 +103,7 @@ def _on_ray(plan: RunPlan, nodeid: str, settings: Settings, session: str | None)
     remove_tree(plan.run_dir)  # a lost node leaves nothing here that --mlab-resume would take for this run
     try:
         sent = run_on_ray(settings.ray, _run_on_node, (plan, nodeid, session, settings.score_steps),
-                          Resources(gpus=plan.gpus, memory=plan.limits.memory), grace=INTERRUPTED_GRADING_S)
+                          Resources(gpus=plan.gpus, memory=plan.limits.memory))
     except HostLost as exc:
         return RunResult.crashed(RunIdentity.of_plan(plan, nodeid, resolve_kind(plan.sandbox)), f"HostLost: {exc}",
                                  judged=JudgedBy.of_plan(plan), end_reason=EndReason.HOST_LOST)
@@ -113,9 +113,6 @@ def _on_ray(plan: RunPlan, nodeid: str, settings: Settings, session: str | None)
         unpack(sent.archive, plan.run_dir)
         if trace.is_file():
             resign(trace, sent.key, results_key(plan.out_dir), moved)
-    if sent.interrupted:
-        raise KeyboardInterrupt
-    assert sent.result is not None  # only an interrupted run sends none
     return RunResult.from_dict({**sent.result, **(moved if sent.result.get("trace") else {})})
 
 
@@ -131,18 +128,15 @@ def _run_on_node(plan: RunPlan, nodeid: str, session: str | None, score_steps: b
     secrets.take_from_environment()  # out of the reach of the commands that the run starts
     scratch = Path(tempfile.mkdtemp(prefix=owned_prefix("ray")))  # named for its owner: swept if the node's worker dies
     here = replace(plan, out_dir=scratch)
-    result, interrupted = None, False
     try:
         try:
             result = execute(here, nodeid, session=session, gpus=gpus, node=f"ray:{node[:12]}")
-        except KeyboardInterrupt:  # Ctrl-C on the controller, passed on by Ray: the run was graded
-            interrupted = True
         except MlabError as exc:
             result = _harness_failed(here, nodeid, exc, gpus)
-        if score_steps and result is not None and result.trace:
+        if score_steps and result.trace:
             result = _with_step_scores(here, result, gpus)
         archive = pack(here.run_dir) if here.run_dir.is_dir() else None
-        return NodeRun(result.to_dict() if result else None, archive, results_key(scratch), interrupted, node)
+        return NodeRun(result.to_dict(), archive, results_key(scratch), node)
     finally:
         remove_tree(scratch)
 

@@ -31,13 +31,12 @@ class Resources:
 @dataclass(frozen=True)
 class NodeRun:
     """What a node sends back: the result as a dict (with the node's paths), the run folder as a
-    tar archive (None when the run made none), the key that signed its result records, whether
-    Ctrl-C cut the run short, and the node's Ray id."""
+    tar archive (None when the run made none), the key that signed its result records, and the
+    node's Ray id."""
 
-    result: dict[str, Any] | None
+    result: dict[str, Any]
     archive: bytes | None
     key: bytes
-    interrupted: bool
     node: str
 
 
@@ -54,35 +53,30 @@ def _remote(address: str) -> Any:
     return connect(address).remote(max_retries=0)(_on_node)
 
 
-def run_on_ray(address: str, function: Callable[..., NodeRun], args: tuple, resources: Resources, *,
-               grace: float) -> NodeRun:
-    """``function(*args)`` run on the node Ray places it on, and what it returned. Ctrl-C here is
-    passed on to the task (Ray raises KeyboardInterrupt in it), which grades and returns within
-    ``grace`` seconds. Raises HostLost when the node (or the way to it) died, SandboxError when the
-    task itself failed."""
+def run_on_ray(address: str, function: Callable[..., NodeRun], args: tuple, resources: Resources) -> NodeRun:
+    """``function(*args)`` run on the node Ray places it on, and what it returned. Raises HostLost
+    when the node (or the way to it) died, SandboxError when the task itself failed. Ctrl-C here
+    stops the task at once, ungraded (``ray.cancel(force=True)``): Ray 2.60's gentle cancel did not
+    reach a task that was sleeping within 20 s here, and a run left going would keep its node's
+    resources with nobody waiting for it."""
     ray = connect(address)
     task = _remote(address).options(num_cpus=resources.cpus, num_gpus=resources.gpus, memory=resources.memory)
     ref = task.remote(function, *args)
     try:
-        return _get(ray, ref, None)
+        return _get(ray, ref)
     except KeyboardInterrupt:
-        ray.cancel(ref)
-        try:
-            return _get(ray, ref, grace)
-        except (HostLost, SandboxError, ray.exceptions.GetTimeoutError):
-            raise KeyboardInterrupt from None
+        ray.cancel(ref, force=True)
+        raise
 
 
-def _get(ray: Any, ref: Any, timeout: float | None) -> NodeRun:
+def _get(ray: Any, ref: Any) -> NodeRun:
     errors = ray.exceptions
     try:
-        return ray.get(ref, timeout=timeout)
+        return ray.get(ref)
     except errors.TaskCancelledError:
         raise KeyboardInterrupt from None
     except errors.RayTaskError as exc:  # the harness on the node raised: not the node's loss
         raise SandboxError(f"the run failed on its Ray node: {_first_line(exc)}") from None
-    except errors.GetTimeoutError:
-        raise
     except errors.RayError as exc:  # the node died, its worker was killed, or the cluster is gone
         raise HostLost(f"the Ray node running it was lost ({type(exc).__name__}: {_first_line(exc)})") from None
 

@@ -70,8 +70,11 @@ def processes_naming(text: str) -> list[str]:
 
 
 def ray_cluster_fixture() -> Iterator[RayTestCluster]:
-    """The body of a module-scoped fixture: the cluster, then nothing of it left."""
+    """The body of a module-scoped fixture: the cluster, then nothing of it left (a run on a killed
+    node leaves its workspace, quota mount included, which the project's own sweep removes)."""
     pytest.importorskip("ray", reason='Ray is not installed: pip install -e ".[ray]"')
+    from pytest_mlab.sandbox.leftovers import sweep_temp_folders
+
     folder = Path(tempfile.mkdtemp(prefix="mlab-ray-test-"))
     (folder / "ray").mkdir()
     (folder / "tmp").mkdir()
@@ -83,18 +86,19 @@ def ray_cluster_fixture() -> Iterator[RayTestCluster]:
                 "RAY_memory_monitor_refresh_ms": "0", "TMPDIR": str(folder / "tmp")}
     before = {name: os.environ.get(name) for name in settings}
     os.environ.update(settings)
+    cluster = None
     try:
         cluster = RayTestCluster(folder)
-        try:
-            yield cluster
-        finally:
-            cluster.shutdown()
+        yield cluster
     finally:
+        if cluster is not None:
+            cluster.shutdown()
         for name, value in before.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
         left = processes_naming(str(folder))
+        sweep_temp_folders(folder / "tmp")
         shutil.rmtree(folder, ignore_errors=True)
         assert not left, f"Ray processes outlived the test cluster: {left}"
