@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Callable
 
 from pytest_mlab.data.cache import is_prepared
+from pytest_mlab.errors import MlabError
+from pytest_mlab.sandbox.docker.hosts import pool
 from pytest_mlab.spec import models
 
 
@@ -47,8 +49,8 @@ def unmet_requirement(task: models.TaskSpec, variant: str, cache_dir: Path, *, p
         if wanted > most:
             return (f"needs {wanted} GPU(s) on one node, and no node of the Ray cluster (--mlab-ray) has more than "
                     f"{most}: add a node with `ray start --address=HEAD:PORT --num-gpus={wanted}`")
-    elif needs.gpu and not _gpu_available():
-        return "needs a GPU, none is visible here (nvidia-smi was not found)"
+    elif needs.gpu:
+        return _no_gpu()
     return None
 
 
@@ -62,6 +64,19 @@ def _importable(package: str) -> bool:
         return False
 
 
+def _no_gpu() -> str | None:
+    """Why no GPU can run the task, or None. With --mlab-docker-hosts the hosts are asked, not
+    this machine: a controller without GPUs drives GPU hosts. A lookup that failed says so."""
+    if pool():
+        from pytest_mlab.sandbox.docker.gpus import pool_has_gpu
+
+        try:
+            return None if pool_has_gpu() else "needs a GPU, and no docker host of --mlab-docker-hosts has one"
+        except MlabError as exc:
+            return f"needs a GPU, and the docker hosts could not be asked for theirs: {exc}"
+    return None if _nvidia_smi_here() else "needs a GPU, none is visible here (nvidia-smi was not found)"
+
+
 @functools.lru_cache(maxsize=None)
-def _gpu_available() -> bool:
+def _nvidia_smi_here() -> bool:
     return shutil.which("nvidia-smi") is not None

@@ -16,10 +16,15 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_mlab.llm.secrets import HELD, is_set
+
 #: Each provider's API-key variables, for the providers litellm's ``validate_environment`` checks
 #: that way (one of them must be set; the first is named). Other providers are left to litellm;
-#: tests/llm/test_routing.py checks this table against litellm.
-KEY_VARIABLES = {"openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")}
+#: tests/llm/test_routing.py checks this table against litellm. Azure needs more than a key
+#: (its endpoint and version): litellm answers for it.
+KEY_VARIABLES = {**{provider: tuple(name for name, owner in HELD.items() if owner == provider)
+                    for provider in dict.fromkeys(HELD.values()) if provider != "azure"},
+                 "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")}
 
 _ENUM = re.compile(r"^class LlmProviders\(str, Enum\):\n((?:[ \t]+.*\n|\n)+)", re.MULTILINE)
 _MEMBER = re.compile(r"^\s+[A-Z0-9_]+\s*=\s*\"([^\"]+)\"", re.MULTILINE)
@@ -92,6 +97,4 @@ def missing_variables(provider: str) -> tuple[str, ...] | None:
     names = KEY_VARIABLES.get(provider)
     if names is None:
         return None
-    from pytest_mlab.llm.secrets import is_set
-
     return () if any(is_set(name) for name in names) else names[:1]

@@ -7,28 +7,75 @@ pytest-xdist worker, sandbox, grader or recipe is started: their environments ne
 Workers receive them with their ``workerinput`` (over xdist's channel, not an environment or a
 command line), and the LLM provider hands them to litellm as ``api_key`` on each call.
 
-What remains: ``/proc/PID/environ`` shows a process's environment as it was when it was
-*started*, so the controller's own entry still shows the keys it was started with (docs/llm.md).
-Only the variables in :data:`HELD` are taken; other providers' variables stay where litellm
-reads them.
+``/proc/PID/environ`` shows the block of memory a process's environment was *started* in, which
+removing a variable from ``os.environ`` does not change: so the value's bytes there are
+overwritten too (:func:`_erase_from_start_block`), once nothing points at them any more.
+Only the variables in :data:`HELD` are taken (every provider whose key litellm accepts as
+``api_key``); credentials of other shapes (AWS's for bedrock, ``ANTHROPIC_AUTH_TOKEN``, a
+Google credentials file) stay where litellm reads them (docs/llm.md).
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 
-#: key variables taken out of the environment, and the provider whose ``api_key`` each is
-HELD = {"OPENAI_API_KEY": "openai", "ANTHROPIC_API_KEY": "anthropic"}
+#: key variables taken out of the environment, and the litellm provider whose ``api_key`` each is;
+#: where a provider has two, the first given wins
+HELD = {
+    "OPENAI_API_KEY": "openai",
+    "ANTHROPIC_API_KEY": "anthropic",
+    "GEMINI_API_KEY": "gemini",
+    "GOOGLE_API_KEY": "gemini",
+    "MISTRAL_API_KEY": "mistral",
+    "GROQ_API_KEY": "groq",
+    "TOGETHERAI_API_KEY": "together_ai",
+    "DEEPSEEK_API_KEY": "deepseek",
+    "XAI_API_KEY": "xai",
+    "OPENROUTER_API_KEY": "openrouter",
+    "COHERE_API_KEY": "cohere",
+    "FIREWORKS_AI_API_KEY": "fireworks_ai",
+    "HUGGINGFACE_API_KEY": "huggingface",
+    "PERPLEXITYAI_API_KEY": "perplexity",
+    "AZURE_API_KEY": "azure",
+}
+#: providers litellm also reaches under another name, with the same key
+_ALIASES = {"cohere_chat": "cohere"}
 
 _held: dict[str, str] = {}
 
 
 def take_from_environment() -> None:
     """Move the :data:`HELD` variables from ``os.environ`` into this process (a later value wins)."""
+    taken = set()
     for name in HELD:
         value = os.environ.pop(name, None)
         if value is not None:
             _held[name] = value
+            taken.add(name)
+    if taken:
+        _erase_from_start_block(taken)
+
+
+def _erase_from_start_block(names: set[str]) -> None:
+    """Overwrite with zeros the values of ``names`` in the memory this process's environment was
+    started in, which ``/proc/PID/environ`` reads: removing them from ``os.environ`` (unsetenv)
+    only drops the C library's pointers to them. Linux only; elsewhere nothing happens."""
+    try:
+        with open("/proc/self/stat", "rb") as handle:
+            fields = handle.read().rpartition(b")")[2].split()
+        start, end = int(fields[47]), int(fields[48])  # env_start and env_end, fields 50 and 51
+    except (OSError, ValueError, IndexError):
+        return
+    if not 0 < start < end:
+        return
+    block = ctypes.string_at(start, end - start)
+    offset = 0
+    for entry in block.split(b"\0"):
+        name, equals, value = entry.partition(b"=")
+        if equals and value and name.decode("utf-8", "replace") in names and name.decode() not in os.environ:
+            ctypes.memset(start + offset + len(name) + 1, 0, len(value))
+        offset += len(entry) + 1
 
 
 def adopt(keys: dict[str, str]) -> None:
@@ -56,6 +103,7 @@ def is_set(name: str) -> bool:
 
 def api_key(provider: str | None) -> str | None:
     """The key held for ``provider``, for litellm's ``api_key``; None leaves litellm to its environment."""
+    provider = _ALIASES.get(provider or "", provider)
     for name, owner in HELD.items():
         if owner == provider and name in _held:
             return _held[name]

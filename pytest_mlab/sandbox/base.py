@@ -62,6 +62,9 @@ class SandboxOptions:
     label: str = ""  # the run id, for naming/labelling containers and temp folders
     image: str | None = None  # docker only: the task's image (None: the default host-runtime image)
     dockerfile: Path | None = None  # docker only: a Dockerfile to build the task's image from
+    # seconds the sandbox may live (the run's max_time; None: the default): a docker container is
+    # labelled with it, so that one a dead machine left is swept from any other once it runs out
+    lease: float | None = None
 
     @classmethod
     def for_task(cls, task: "TaskSpec", limits: "Limits", label: str) -> "SandboxOptions":
@@ -69,7 +72,7 @@ class SandboxOptions:
         return cls(memory=limits.memory, pids=limits.pids, disk=limits.disk, workspace_depth=limits.workspace_depth,
                    workspace_files=limits.workspace_files, network=task.requires.network,
                    gpu=task.requires.gpu,
-                   label=label, image=task.sandbox_image, dockerfile=task.sandbox_dockerfile)
+                   label=label, image=task.sandbox_image, dockerfile=task.sandbox_dockerfile, lease=limits.max_time)
 
     @property
     def bound(self) -> Bound:

@@ -139,6 +139,10 @@ class BwrapSandbox(LocalSandbox):
     """Workspace = host directory; commands = processes confined by bubblewrap."""
 
     name = "bwrap"
+    #: bwrap runs each command in a pid namespace of its own (--unshare-all) and dies with the harness's
+    #: process (--die-with-parent): when it ends or is killed, the kernel kills everything inside, so
+    #: no scan of /proc is needed to find what a command left running
+    tracks_process_tree = False
 
     @classmethod
     def unavailable(cls) -> str | None:

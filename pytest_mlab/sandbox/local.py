@@ -46,6 +46,10 @@ from pytest_mlab.sandbox.workspace import HostWorkspace, OnHostWorkspace, remove
 _EOF_WAIT_S = 0.5  # how long killed writers get to release the pipes before we search /proc
 
 
+def _nothing() -> None:
+    return None
+
+
 def _release(leftovers: dict[int, int], home: Path) -> None:
     """Kill what earlier commands left running and delete the sandbox's private home."""
     kill_known(leftovers)
@@ -56,6 +60,10 @@ class LocalSandbox(OnHostWorkspace, Sandbox):
     """Workspace = host directory; commands = host processes with a filtered environment."""
 
     name = "local"
+    #: Whether what a command leaves running must be found through /proc (process_tree.py): several
+    #: scans of every process on the machine per command. A backend whose commands run in a pid
+    #: namespace of their own, which the kernel empties when its first process ends, says False.
+    tracks_process_tree = True
     python = sys.executable  # the harness's interpreter: the one with the task's packages
     #: Whether the kernel's count at reaping the command (``reap``) covers the CPU time of what
     #: it ran. True for a plain process tree. A backend that wraps commands must say so itself
@@ -190,9 +198,13 @@ class LocalSandbox(OnHostWorkspace, Sandbox):
         exited = False
         cpu_time: float | None = None
         try:
-            exited = wait_for_exit(proc, started + max(0.0, timeout), tree.track)
+            exited = wait_for_exit(proc, started + max(0.0, timeout), tree.track if self.tracks_process_tree
+                                   else _nothing)
         finally:
-            tree.kill()
+            if self.tracks_process_tree:
+                tree.kill()
+            else:
+                tree.kill_group()
             cpu_time = reap(proc)
             if not self.reaping_counts_cpu:
                 cpu_time = None

@@ -64,6 +64,11 @@ def owner_label() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{start_ticks(os.getpid()) or '?'}"
 
 
+def owner_here(label: str) -> bool:
+    """Whether an ``owner_label`` names a process of this machine (only then can its pid be judged)."""
+    return label.partition(":")[0] == socket.gethostname()
+
+
 def owner_gone(label: str) -> bool:
     """Whether the process an ``owner_label`` names is gone (only decidable on its own host)."""
     host, _, rest = label.partition(":")

@@ -142,6 +142,10 @@ class ProcessTree:
         members.discard(os.getpid())
         return members
 
+    def kill_group(self) -> None:
+        """SIGKILL the command's process group only: enough where a pid namespace holds the rest."""
+        _signal_group(self.root)
+
     def kill(self, extra: Iterable[int] = ()) -> None:
         """SIGKILL the group and every member found; a second round catches late forks."""
         extra = set(extra)

@@ -213,3 +213,174 @@ def test_a_remote_host_without_the_image_says_how_to_get_it(on_host, second_daem
     on_host(second_daemon)
     with pytest.raises(SandboxError, match="not on the host tcp://.*build or load it there"):
         open_sandbox("docker", options=SandboxOptions(label="remote-no-image", image="no-such/image:0"))
+
+
+# -- transfers: names as bytes, holes, the disk quota, only what changed, unreadable folders ------------
+
+
+@pytest.fixture
+def fetched(monkeypatch):
+    """The names the harness writes from the container, as it writes them."""
+    from pytest_mlab.sandbox.docker.remote import RemoteDockerSandbox
+
+    names: list[str] = []
+    real = RemoteDockerSandbox._place_file
+
+    def spy(self, file, body):
+        names.append(file.name)
+        real(self, file, body)
+
+    monkeypatch.setattr(RemoteDockerSandbox, "_place_file", spy)
+    return names
+
+
+def test_a_name_that_is_not_utf8_moves_both_ways_and_later_steps_work(on_host, second_daemon):
+    on_host(second_daemon)
+    with open_sandbox("docker", options=SandboxOptions(label="remote-bytes")) as box:
+        _run(box, "import os; os.makedirs(b'd\\xff'); open(b'd\\xff/caf\\xe9.txt', 'wb').write(b'x'); "
+                  "open(b'top\\xfe', 'wb').write(b'y'); os.symlink(b'top\\xfe', b'link\\xfd')")
+        root = os.fsencode(box.workspace)
+        assert open(root + b"/d\xff/caf\xe9.txt", "rb").read() == b"x"
+        assert os.readlink(root + b"/link\xfd") == b"top\xfe"
+        _run(box, "import os; os.remove(b'top\\xfe')")
+        assert not os.path.lexists(root + b"/top\xfe")
+        os.remove(root + b"/d\xff/caf\xe9.txt")  # the harness deletes one: the container loses it too
+        assert "[]" in _run(box, "import os; print(os.listdir(b'd\\xff'))").stdout
+
+
+def test_a_sparse_file_arrives_sparse(on_host, second_daemon):
+    on_host(second_daemon)
+    with open_sandbox("docker", options=SandboxOptions(label="remote-sparse")) as box:
+        _run(box, "f = open('sparse.bin', 'wb'); f.seek(1 << 30); f.write(b'middle'); f.truncate(2 << 30)")
+        info = os.stat(box.workspace / "sparse.bin")
+        assert info.st_size == 2 << 30 and info.st_blocks * 512 < 1 << 20
+        with open(box.workspace / "sparse.bin", "rb") as handle:
+            handle.seek(1 << 30)
+            assert handle.read(6) == b"middle"
+
+
+def test_the_disk_quota_is_checked_before_the_harness_writes(on_host, second_daemon):
+    from pytest_mlab.errors import WorkspaceOverLimits
+
+    on_host(second_daemon)
+    with open_sandbox("docker", options=SandboxOptions(label="remote-quota", disk=1 << 20)) as box:
+        _run(box, "import os\nfor index in range(3):\n    open(f'part{index}', 'wb').write(os.urandom(600 << 10))")
+        assert not any((box.workspace / f"part{index}").exists() for index in range(3))
+        with pytest.raises(WorkspaceOverLimits, match="disk quota of 1 MiB.*limits.disk"):
+            box.sync_out()
+
+
+def test_only_what_changed_moves_whatever_the_number(on_host, second_daemon, fetched):
+    from tests.sandbox.tcp_proxy import Relay
+
+    relay = Relay(second_daemon)
+    try:
+        on_host(relay.url)
+        with open_sandbox("docker", options=SandboxOptions(label="remote-changed")) as box:
+            _run(box, "open('big.bin', 'wb').write(b'b' * (4 << 20))")
+            fetched.clear()
+            before = relay.counts()
+            _run(box, "for index in range(200):\n    open(f'small-{index}.txt', 'w').write(str(index))")
+            moved = sum(relay.counts()) - sum(before)
+            assert sorted(fetched) == sorted(f"small-{index}.txt" for index in range(200))  # not big.bin, not step.py
+            assert moved < 1 << 20, moved
+            fetched.clear()
+            _run(box, "pass")
+            assert fetched == []
+            _run(box, "open(__file__, 'a').write('# changed by the command')")  # the harness's script, changed
+            assert fetched == ["step.py"] and box.read("step.py").endswith(b"# changed by the command")
+    finally:
+        relay.close()
+
+
+def test_an_unreadable_folder_is_reported_not_a_reason_to_move_everything(on_host, second_daemon, fetched):
+    on_host(second_daemon)
+    with open_sandbox("docker", options=SandboxOptions(label="remote-unreadable")) as box:
+        _run(box, "import os; os.makedirs('locked'); open('locked/a', 'w').write('1'); "
+                  "open('big.bin', 'wb').write(b'b' * (1 << 20))")
+        result = _run(box, "import os; os.chmod('locked', 0)")
+        assert "cannot read 'locked'" in result.stderr
+        assert box.read("locked/a") == b"1"  # kept as it was
+        fetched.clear()
+        again = _run(box, "pass")
+        assert fetched == [] and "cannot read" not in again.stderr  # said once, nothing moved
+        _run(box, "import os; os.chmod('locked', 0o755); open('locked/b', 'w').write('2')")
+        assert box.read("locked/b") == b"2"
+
+
+def test_the_tmp_volume_is_made_with_nocopy_and_open_to_all(on_host, second_daemon):
+    on_host(second_daemon)
+    with open_sandbox("docker", options=SandboxOptions(label="remote-nocopy")) as box:
+        result = _run(box, "import os, stat; print(oct(stat.S_IMODE(os.stat('/tmp').st_mode)))")
+        tmp = next(mount for mount in box._container.attrs["HostConfig"]["Mounts"] if mount["Target"] == "/tmp")
+        assert tmp["VolumeOptions"]["NoCopy"] is True
+        assert "0o1777" in result.stdout
+
+
+def test_a_host_that_hangs_is_lost_within_a_minute(on_host, second_daemon):
+    """A liveness bound, not a speed measurement: the old 300 s per call would blow far past it."""
+    import threading
+
+    import docker
+
+    from tests.sandbox.tcp_proxy import Relay
+
+    relay = Relay(second_daemon)
+    outcome: list[BaseException] = []
+    try:
+        on_host(relay.url)
+        box = open_sandbox("docker", options=SandboxOptions(label="remote-hangs"))
+        _run(box, "pass")
+        relay.hang()
+
+        def step() -> None:
+            try:
+                _run(box, "print('never')")
+            except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+                outcome.append(exc)
+
+        worker = threading.Thread(target=step, daemon=True)
+        worker.start()
+        worker.join(60)
+        assert outcome and isinstance(outcome[0], HostLost), outcome or "still blocked after 60 s"
+    finally:
+        relay.close()
+        remote = docker.DockerClient(base_url=second_daemon)
+        for container in remote.containers.list(all=True, filters={"label": "pytest-mlab.run=remote-hangs"}):
+            container.remove(force=True, v=True)
+
+
+def test_clean_sweeps_what_a_dead_controller_machine_left_once_its_lease_ran_out(second_daemon, capsys):
+    import time
+
+    import docker
+
+    from pytest_mlab.cli import main
+    from pytest_mlab.sandbox.docker.conventions import LABEL, LEASE_LABEL, OWNER_LABEL
+    from pytest_mlab.sandbox.docker.data_volumes import DATA_LABEL, SESSION_LABEL
+    from tests.sandbox.docker_daemons import RUNTIME_TAG
+
+    remote = docker.DockerClient(base_url=second_daemon)
+    past, future = str(int(time.time()) - 60), str(int(time.time()) + 3600)
+    made = []
+    for name, lease in (("gone", past), ("live", future)):
+        labels = {LABEL: "1", OWNER_LABEL: f"{name}-controller:4242:99", LEASE_LABEL: lease}
+        remote.volumes.create(f"mlab-data-{name}-machine", labels={**labels, DATA_LABEL: "x", SESSION_LABEL: name})
+        made.append(remote.containers.create(RUNTIME_TAG, ["true"], name=f"mlab-{name}-machine", labels=labels))
+    try:
+        assert main(["clean", "--hosts", second_daemon]) == 0  # not --all
+        printed = capsys.readouterr().out
+        assert "mlab-gone-machine" in printed and "mlab-data-gone-machine" in printed and "live" not in printed
+        assert [c.name for c in remote.containers.list(all=True, filters={"label": LABEL})
+                if c.name.endswith("machine")] == ["mlab-live-machine"]
+        assert [v.name for v in remote.volumes.list(filters={"label": DATA_LABEL})
+                if v.name.endswith("machine")] == ["mlab-data-live-machine"]
+    finally:
+        for container in made:
+            try:
+                container.remove(force=True)
+            except docker.errors.NotFound:
+                pass
+        for volume in remote.volumes.list(filters={"label": DATA_LABEL}):
+            if volume.name.endswith("machine"):
+                volume.remove(force=True)

@@ -480,36 +480,105 @@ def test_a_remote_docker_host_shares_out_its_own_gpus(tmp_path: Path, monkeypatc
                 pass
 
 
-def test_a_remote_host_without_nvidia_runtime_lists_no_gpu(monkeypatch) -> None:
-    pytest.importorskip("docker")
-    from pytest_mlab.sandbox.docker import gpus as docker_gpus
-    from pytest_mlab.sandbox.docker.hosts import DockerHost
-
-    monkeypatch.setattr(DockerHost, "client", lambda self: FakeDaemon({"runc": {}}))
-    docker_gpus.host_gpus.cache_clear()
-    assert docker_gpus.host_gpus(DockerHost("tcp://cpu-box:2376")) == ()
-
-
 def test_a_remote_hosts_gpus_are_listed_by_its_own_nvidia_smi(monkeypatch) -> None:
     pytest.importorskip("docker")
+    probe = _Probe(b"0\n1\n")
+    docker_gpus, host = _host_with(monkeypatch, {"nvidia": {}}, probe)
+    try:
+        assert docker_gpus.host_gpus(host) == ("0", "1")
+    finally:
+        docker_gpus.host_gpus.cache_clear()
+    (image, command, options), = probe.calls
+    assert command[0] == "nvidia-smi" and options["network_mode"] == "none" and probe.removed == 1
+    assert options["device_requests"][0]["Capabilities"] == [["gpu", "utility"]]
+
+
+class _Probe:
+    """A daemon's containers for the GPU probe: the container prints ``output``, or its start
+    raises ``error``; each is removed (``removed`` counts them)."""
+
+    def __init__(self, output: bytes = b"", error: Exception | None = None) -> None:
+        self.output, self.error, self.removed, self.calls = output, error, 0, []
+
+    def create(self, image, command, **options):
+        self.calls.append((image, command, options))
+        probe = self
+
+        class Container:
+            def start(self):
+                if probe.error is not None:
+                    raise probe.error
+
+            def wait(self, timeout):
+                return {"StatusCode": 0}
+
+            def logs(self, **streams):
+                return probe.output
+
+            def remove(self, force):
+                probe.removed += 1
+
+        return Container()
+
+
+def _host_with(monkeypatch, runtimes: dict, probe: _Probe):
     from pytest_mlab.sandbox.docker import gpus as docker_gpus
     from pytest_mlab.sandbox.docker.hosts import DockerHost
 
-    calls = []
-
-    class Containers:
-        def run(self, image, command, **options):
-            calls.append((image, command, options))
-            return b"0\n1\n"
-
-    daemon = FakeDaemon({"nvidia": {}})
-    daemon.containers = Containers()
+    daemon = FakeDaemon(runtimes)
+    daemon.containers = probe
     monkeypatch.setattr(DockerHost, "client", lambda self: daemon)
     docker_gpus.host_gpus.cache_clear()
+    return docker_gpus, DockerHost("tcp://box:2376")
+
+
+def test_a_host_with_the_toolkit_hook_but_no_nvidia_runtime_has_its_gpus_found(monkeypatch) -> None:
+    pytest.importorskip("docker")
+    docker_gpus, host = _host_with(monkeypatch, {"runc": {}}, _Probe(b"0\n1\n"))
     try:
-        assert docker_gpus.host_gpus(DockerHost("tcp://gpu-box:2376")) == ("0", "1")
+        assert docker_gpus.host_gpus(host) == ("0", "1")
     finally:
         docker_gpus.host_gpus.cache_clear()
-    (image, command, options), = calls
-    assert command[0] == "nvidia-smi" and options["network_mode"] == "none" and options["remove"]
-    assert options["device_requests"][0]["Capabilities"] == [["gpu", "utility"]]
+
+
+def test_a_gpu_lookup_that_fails_is_reported_not_taken_for_no_gpu(monkeypatch) -> None:
+    docker = pytest.importorskip("docker")
+    failing = _Probe(error=docker.errors.APIError("boom: oci hook failed"))
+    docker_gpus, host = _host_with(monkeypatch, {"nvidia": {}}, failing)
+    try:
+        with pytest.raises(SandboxError, match="cannot list the GPUs of the docker host tcp://box:2376: .*boom"):
+            docker_gpus.host_gpus(host)
+    finally:
+        docker_gpus.host_gpus.cache_clear()
+    no_driver = docker.errors.APIError('could not select device driver "" with capabilities: [[gpu utility]]')
+    probe = _Probe(error=no_driver)
+    docker_gpus, host = _host_with(monkeypatch, {"runc": {}}, probe)
+    try:
+        assert docker_gpus.host_gpus(host) == ()
+    finally:
+        docker_gpus.host_gpus.cache_clear()
+    assert probe.removed == 1  # the container that could not start is not left behind
+
+
+def test_a_gpu_task_is_not_skipped_on_a_gpu_less_controller_that_drives_gpu_hosts(monkeypatch) -> None:
+    """The skip asks the hosts of --mlab-docker-hosts, not this machine's nvidia-smi."""
+    pytest.importorskip("docker")
+    from pytest_mlab.data import requirements
+    from pytest_mlab.sandbox.docker import gpus as docker_gpus
+    from pytest_mlab.sandbox.docker import hosts as docker_hosts
+
+    monkeypatch.setattr(requirements, "_nvidia_smi_here", lambda: False)
+    assert "nvidia-smi was not found" in requirements._no_gpu()
+    gpu_box, cpu_box = docker_hosts.DockerHost("tcp://gpu-box:2376"), docker_hosts.DockerHost("tcp://cpu-box:2376")
+    monkeypatch.setattr(docker_hosts, "_pool", (cpu_box, gpu_box))
+    monkeypatch.setattr(docker_gpus, "host_gpus", lambda host: ("0",) if host == gpu_box else ())
+    assert requirements._no_gpu() is None
+    monkeypatch.setattr(docker_hosts, "_pool", (cpu_box,))
+    assert requirements._no_gpu() == "needs a GPU, and no docker host of --mlab-docker-hosts has one"
+
+    def fails(host):
+        raise SandboxError(f"cannot list the GPUs of the docker host {host.name}: timed out")
+
+    monkeypatch.setattr(docker_gpus, "host_gpus", fails)
+    assert "could not be asked for theirs: cannot list the GPUs of the docker host tcp://cpu-box:2376: timed out" \
+        in requirements._no_gpu()

@@ -25,6 +25,8 @@ def environ(pid):
 
 def test_worker_environment():
     assert {canary!r} not in environ(os.getpid())
+    if {uses_mlab!r}:  # the controller that started this worker was started with the key
+        assert {canary!r} not in environ(os.getppid())
     if {uses_mlab!r}:  # the worker holds the key for litellm, out of its environment
         assert "OPENAI_API_KEY" not in os.environ
         assert secrets.api_key("openai") == {canary!r}
@@ -45,3 +47,34 @@ def test_no_worker_shows_the_api_keys_in_its_environment(pytester: pytest.Pytest
     result = pytester.runpytest_subprocess("test_probe.py", "-n", "2", "-p", "no:cacheprovider",
                                            *(["--seeds=1"] if uses_mlab else []))
     assert result.ret == pytest.ExitCode.OK, output_of(result)
+
+
+ERASED = """
+import os, sys
+from pytest_mlab.llm import secrets
+
+def environ():
+    with open("/proc/self/environ", "rb") as handle:
+        return handle.read()
+
+assert sys.argv[1].encode() in environ()
+secrets.take_from_environment()
+shown = environ()
+assert sys.argv[1].encode() not in shown, "the start block still shows the key"
+assert b"OPENAI_API_KEY=" in shown and b"MLAB_NEIGHBOUR=kept" in shown, "only the value is erased"
+assert os.environ["MLAB_NEIGHBOUR"] == "kept" and "OPENAI_API_KEY" not in os.environ
+assert secrets.api_key("openai") == sys.argv[1] and secrets.api_key("gemini") == "AIza-" + sys.argv[1]
+print("erased")
+"""
+
+
+def test_the_process_that_takes_the_keys_erases_them_from_its_start_environment() -> None:
+    """/proc/PID/environ reads the memory the environment was started in: unsetenv alone leaves
+    the key there, readable by any process of the user (the local backend's agent code)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "OPENAI_API_KEY": CANARY, "GEMINI_API_KEY": "AIza-" + CANARY, "MLAB_NEIGHBOUR": "kept"}
+    done = subprocess.run([sys.executable, "-c", ERASED, CANARY], env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "erased", done.stderr

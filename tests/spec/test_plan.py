@@ -211,7 +211,7 @@ def test_a_run_holds_its_limits_gpus_else_one_gpu_when_its_task_or_variant_needs
 def test_the_gpu_check_asks_the_cluster_when_one_places_the_runs(toy, monkeypatch: pytest.MonkeyPatch) -> None:
     import pytest_mlab.data.requirements as requirements
 
-    monkeypatch.setattr(requirements, "_gpu_available", lambda: False)  # a controller without GPUs
+    monkeypatch.setattr(requirements, "_nvidia_smi_here", lambda: False)  # a controller without GPUs
     needs_two = dataclasses.replace(with_requires(toy, {"gpu": True}), limits=dataclasses.replace(toy.limits, gpus=2))
     assert unmet_requirement(needs_two, "mini", NO_CACHE, cluster_gpus=lambda: 2) is None
     reason = unmet_requirement(needs_two, "mini", NO_CACHE, cluster_gpus=lambda: 1)

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import io
 import os
-import posixpath
 import tarfile
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Iterable
 
 from pytest_mlab.sandbox.docker.conventions import SANDBOX_UID
+from pytest_mlab.sandbox.docker.hosts import CALL_TIMEOUT
 from pytest_mlab.sandbox.tree_walk import Bound, walk_tree
+
+SLOWEST_UNPACK = 20 << 20  # bytes a second a busy host unpacks an archive at, at the least
 
 
 def member(name: str, kind: bytes, mode: int, mtime: float = 0, *, link: str = "", size: int = 0,
@@ -32,17 +34,14 @@ def host_stamps(root: Path, bound: Bound = Bound()) -> dict[str, tuple[int, ...]
     return stamps
 
 
-def workspace_path(name: str, base: str | None) -> str | None:
-    """A member's workspace path: the archive names the fetched folder or file first; nothing may
-    climb out."""
-    parts = PurePosixPath(name).parts
-    if not parts or parts[0] in ("/", "..") or ".." in parts:
-        return None
-    inner = parts[1:]  # below the fetched folder, or the fetched file's own name
-    if base is None:
-        return "/".join(inner) if inner else None
-    rel = "/".join(parts)
-    return posixpath.join(base, rel) if base else rel
+def put_archive(client: Any, container_id: str, path: str, data: Any, size: int) -> bool:
+    """``put_archive`` with a time-out that grows with the archive: the daemon answers only once
+    it has unpacked it, and a hung host must still be found (a short time-out for a small one)."""
+    api = client.api
+    response = api._put(api._url("/containers/{0}/archive", container_id), params={"path": path}, data=data,
+                        timeout=CALL_TIMEOUT + size / SLOWEST_UNPACK)
+    api._raise_for_status(response)
+    return response.status_code == 200
 
 
 def no_follow(path: str, flags: int) -> int:

@@ -14,9 +14,10 @@ running ``sleep``) belongs to root, so ``kill -9 -1`` run as the sandbox user af
 ends everything the command started and nothing else; when even that cannot start (a fork bomb
 filled the process table), the container is killed and started again.
 
-Containers carry labels naming the process that created them; containers whose creator is gone
-(a killed worker or session) are removed at the next session start and by ``pytest-mlab clean``
-(:mod:`.leftovers`).
+Containers carry labels naming the process that created them and the time until which it may use
+them (the run's ``max_time`` and an hour); containers whose creator is gone (a killed worker or
+session), or whose lease ran out where the creator is another machine's, are removed at the next
+session start and by ``pytest-mlab clean`` (:mod:`.leftovers`).
 """
 
 from __future__ import annotations
@@ -36,8 +37,10 @@ from pytest_mlab.errors import HostLost, SandboxError
 from pytest_mlab.sandbox.base import ExecResult, Sandbox, SandboxOptions, memory_limit_notice, signal_exit_code
 from pytest_mlab.sandbox.capture import Output, feed_stdin, start_thread
 from pytest_mlab.sandbox.docker import leftovers
-from pytest_mlab.sandbox.docker.conventions import HOME, LABEL, OWNER_LABEL, RUN_LABEL, SANDBOX_UID
+from pytest_mlab.sandbox.docker.conventions import (HOME, LABEL, LEASE_GRACE, LEASE_LABEL, OWNER_LABEL, RUN_LABEL,
+                                                    SANDBOX_UID)
 from pytest_mlab.sandbox.docker.daemon import connect
+from pytest_mlab.sandbox.docker.data_volumes import lease_until
 from pytest_mlab.sandbox.docker.gpus import device_requests
 from pytest_mlab.sandbox.docker.hosts import current_host, host_answers
 from pytest_mlab.sandbox.docker.image import DEFAULT_IMAGE, ensure_image, host_init, host_python, uses_host_runtime
@@ -45,7 +48,7 @@ from pytest_mlab.sandbox.environ import clean_environment
 from pytest_mlab.sandbox.gpus import cuda_environment
 from pytest_mlab.sandbox.owner import owner_label
 from pytest_mlab.sandbox.workspace import HostWorkspace, OnHostWorkspace
-from pytest_mlab.spec.models import DEFAULT_DISK, DEFAULT_MEMORY, DEFAULT_PIDS
+from pytest_mlab.spec.models import DEFAULT_DISK, DEFAULT_MAX_TIME, DEFAULT_MEMORY, DEFAULT_PIDS
 
 DEFAULT_CPUS = 2.0
 #: Run as the sandbox user after each command: ends everything commands started, prints the OOM counters.
@@ -141,7 +144,8 @@ class ContainerSandbox(OnHostWorkspace, Sandbox):
             container = self._client.containers.create(
                 self.image, [*init, "sleep", "infinity"], init=not default, user="0:0",
                 name=f"{name}-{os.getpid()}-{id(self) & 0xFFFFFF:x}",
-                labels={LABEL: "1", OWNER_LABEL: owner_label(), RUN_LABEL: self.options.label},
+                labels={LABEL: "1", OWNER_LABEL: owner_label(), RUN_LABEL: self.options.label,
+                        LEASE_LABEL: lease_until((self.options.lease or DEFAULT_MAX_TIME) + LEASE_GRACE)},
                 network_mode="bridge" if self.options.network else "none",
                 mounts=self._mounts(), tmpfs=self._tmpfs(memory),
                 read_only=True,

@@ -15,14 +15,15 @@ import io
 import os
 import tarfile
 import tempfile
+import time
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pytest_mlab.errors import SandboxError
 from pytest_mlab.sandbox.docker.archive import member
-from pytest_mlab.sandbox.docker.conventions import LABEL, OWNER_LABEL
+from pytest_mlab.sandbox.docker.conventions import DATA_LEASE, LABEL, LEASE_LABEL, OWNER_LABEL
 from pytest_mlab.sandbox.docker.hosts import DockerHost, host_lock, session
-from pytest_mlab.sandbox.owner import owner_gone, owner_label
+from pytest_mlab.sandbox.owner import owner_gone, owner_here, owner_label
 
 DATA_MOUNT = "/mlab/data"
 DATA_VOLUME_PREFIX = "mlab-data-"
@@ -48,7 +49,8 @@ def ensure_data_volume(client: Any, host: DockerHost, image: str, files: dict[st
             pass
         except DockerException as exc:
             raise SandboxError(f"cannot check the data volume {name} on {host.name}: {exc}") from exc
-        labels = {LABEL: "1", DATA_LABEL: digest, SESSION_LABEL: session(), OWNER_LABEL: owner_label()}
+        labels = {LABEL: "1", DATA_LABEL: digest, SESSION_LABEL: session(), OWNER_LABEL: owner_label(),
+                  LEASE_LABEL: lease_until(DATA_LEASE)}
         try:
             client.volumes.create(name, labels=labels)
             sent = _fill(client, image, name, files)
@@ -143,7 +145,7 @@ def remove_data_volumes(client: Any, *, everything: bool = False) -> list[str]:
     for volume in client.volumes.list(filters={"label": DATA_LABEL}):
         labels = volume.attrs.get("Labels") or {}
         mine = bool(session()) and labels.get(SESSION_LABEL) == session()
-        if not (everything or mine or owner_gone(labels.get(OWNER_LABEL, ""))):
+        if not (everything or mine or abandoned(labels)):
             continue
         try:
             volume.remove()
@@ -153,3 +155,21 @@ def remove_data_volumes(client: Any, *, everything: bool = False) -> list[str]:
             continue
         removed.append(volume.name)
     return removed
+
+
+def lease_until(seconds: float) -> str:
+    """The lease label's value for something its owner uses for ``seconds`` from now."""
+    return str(int(time.time() + seconds))
+
+
+def abandoned(labels: dict[str, str]) -> bool:
+    """Whether what carries ``labels`` was left by a creator that is gone: on the creator's own
+    machine, by its pid; made by another machine, by its lease having run out (that machine may
+    be dead, and its pids mean nothing here). No lease label: never judged from elsewhere."""
+    owner = labels.get(OWNER_LABEL, "")
+    if owner_here(owner):
+        return owner_gone(owner)
+    try:
+        return float(labels.get(LEASE_LABEL, "")) < time.time()
+    except ValueError:
+        return False

@@ -33,7 +33,10 @@ from pytest_mlab.errors import SandboxError, UsageError
 LOCAL_SCHEMES = ("unix", "npipe")
 REMOTE_SCHEMES = ("tcp", "ssh", "http", "https")
 PING_TIMEOUT = 10  # seconds a host has to answer the health check
-API_TIMEOUT = 300  # seconds for one API call (an archive of a large workspace takes a while)
+API_TIMEOUT = 300  # seconds for one call that may be long and silent (an image build, a data volume)
+#: Seconds one call of a step (exec, inspect, archive, listing) may go without a byte from the
+#: host: a host that accepts connections but never answers is ``host lost`` after this and a ping.
+CALL_TIMEOUT = 15
 _WORKER = re.compile(r"^gw(\d+)$")
 
 
@@ -63,7 +66,11 @@ class DockerHost:
 
     def client(self) -> Any:
         """A docker client for this host (one per process and host), or a SandboxError saying why not."""
-        return _client(self.effective_url)
+        return _client(self.effective_url, API_TIMEOUT)
+
+    def step_client(self) -> Any:
+        """A client for the calls of a sandbox's steps, which give up after CALL_TIMEOUT of silence."""
+        return _client(self.effective_url, CALL_TIMEOUT)
 
 
 def parse_hosts(text: str | None, source: str = "--mlab-docker-hosts") -> tuple[DockerHost, ...]:
@@ -87,7 +94,7 @@ def parse_hosts(text: str | None, source: str = "--mlab-docker-hosts") -> tuple[
 
 
 @functools.lru_cache(maxsize=None)
-def _client(url: str) -> Any:
+def _client(url: str, timeout: float) -> Any:
     try:
         import docker
         from docker.utils import kwargs_from_env
@@ -108,7 +115,7 @@ def _client(url: str) -> Any:
         raise SandboxError(
             f"the docker daemon at {url} is not reachable ({exc}); start it (dockerd --bridge=none "
             "--iptables=false as root), or leave it out of the hosts named") from None
-    client.api.timeout = API_TIMEOUT  # the ping was the health check; real calls may take long
+    client.api.timeout = timeout  # the ping was the health check
     return client
 
 

@@ -1,6 +1,9 @@
 """What killed sessions and workers left on docker hosts, and its removal: containers whose
 creating process is gone, with their workspace volumes, and data volumes no container uses whose
-session is over (:mod:`.data_volumes`). Containers of running sessions are kept."""
+session is over (:mod:`.data_volumes`). Containers of running sessions are kept.
+
+A creator is judged by its pid on its own machine; what a machine left that never came back (its
+controller died, several controllers share a host) is judged by the lease in its labels, run out."""
 
 from __future__ import annotations
 
@@ -9,10 +12,10 @@ from typing import Any
 
 from pytest_mlab.errors import SandboxError
 from pytest_mlab.sandbox.docker.conventions import LABEL, OWNER_LABEL
+from pytest_mlab.sandbox.docker.data_volumes import abandoned
 from pytest_mlab.sandbox.docker.daemon import client_of
 from pytest_mlab.sandbox.docker.data_volumes import remove_data_volumes
 from pytest_mlab.sandbox.docker.hosts import DockerHost, DockerHostWarning, hosts_to_clean
-from pytest_mlab.sandbox.owner import owner_gone
 
 
 def remove_leftovers(*, everything: bool = False, hosts: tuple[DockerHost, ...] | None = None) -> list[str]:
@@ -44,7 +47,7 @@ def _remove_containers(client: Any, everything: bool) -> list[str]:
     removed = []
     # ignore_removed: a container another session removes between listing and inspecting is not an error
     for container in client.containers.list(all=True, filters={"label": LABEL}, ignore_removed=True):
-        if everything or owner_gone(container.labels.get(OWNER_LABEL, "")):
+        if everything or abandoned(container.labels):
             try:
                 container.remove(force=True, v=True)  # v: its anonymous volumes (a remote workspace) too
             except NotFound:

@@ -2,19 +2,23 @@
 
 Nothing is bind-mounted. The harness keeps its host folder of the workspace (file actions,
 snapshots and grading read it, exactly as with a local daemon); the container holds its own copy
-at the same path, on an anonymous volume mounted at /tmp (removed with the container), owned by
-the sandbox user. Around every command the two are brought level through the archive API
-(:mod:`.archive`):
+at the same path, on an anonymous volume mounted at /tmp (removed with the container, created with
+``nocopy``), owned by the sandbox user. Around every command the two are brought level, and only
+what changed moves, whatever the number of files:
 
 - **in**: what the harness changed in its folder since the last command (by lstat stamp), one
   tar through ``put_archive``; what it deleted, deleted there.
-- **out**: after everything the command started is killed, a listing made in the container by
-  the image's own Python (isolated mode, as the sandbox user) names what changed since the last
-  listing (size, mtime, ctime, inode: ctime cannot be set back by the agent); those files come
-  out through ``get_archive``, one at a time when few, else one archive of the whole workspace,
-  and the harness writes them into its folder without following links and without writing
-  through a hard-linked data file. A listing that fails (an unreadable folder) falls back to the
-  whole archive, which the daemon reads with full rights.
+- **out**: after everything the command started is killed, a listing made in the container
+  (:mod:`.listing`) names what changed since the last one; those files come out through the
+  container's own Python (:mod:`.fetch`), holes left out, and the harness writes them into its
+  folder without following links and without writing through a hard-linked data file. The
+  listing's disk use is checked against the task's ``limits.disk`` before a byte is written. A
+  folder the sandbox user cannot read is named in the command's output and kept as it was.
+
+Names travel as bytes (hex in our scripts' arguments, surrogate escapes in JSON and tar), so a
+name that is not UTF-8 moves like any other. Each call of a step gives up after
+:data:`~.hosts.CALL_TIMEOUT` without a byte from the host, so a host that hangs is ``host lost``
+within a minute.
 
 Read-only data (what the runner links from the data cache) is sent to each host once per content
 and mounted read-only at /mlab/data (:mod:`.data_volumes`); the workspace holds symbolic links to it.
@@ -22,65 +26,41 @@ and mounted read-only at /mlab/data (:mod:`.data_volumes`); the workspace holds 
 
 from __future__ import annotations
 
+import hashlib
 import io
-import json
 import os
-import posixpath
-import shlex
 import stat
 import tarfile
 import tempfile
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
-from typing import IO, Any, Iterable
+from typing import IO, Any, Iterable, Iterator
 
-from pytest_mlab.errors import SandboxError
-from pytest_mlab.sandbox.docker.archive import ChunkReader, host_stamps, member, no_follow, workspace_path
+from pytest_mlab.errors import SandboxError, WorkspaceOverLimits
+from pytest_mlab.sandbox.docker.archive import host_stamps, member, no_follow, put_archive
 from pytest_mlab.sandbox.docker.container import KILL_ALL, ContainerSandbox
 from pytest_mlab.sandbox.docker.conventions import HOME
 from pytest_mlab.sandbox.docker.cpu import READ_CPU, cgroup_cpu_seconds, stats_cpu_seconds
 from pytest_mlab.sandbox.docker.data_volumes import DATA_MOUNT, ensure_data_volume
+from pytest_mlab.sandbox.docker.fetch import Fetched, batches, hex_name, packer_argv, read_packed, write_sparse
 from pytest_mlab.sandbox.docker.image import RUNTIME_IMAGE, build_task_image, require_image, uses_host_runtime
+from pytest_mlab.sandbox.docker.listing import KIND, TARGET, lister_argv, parse_listing
 from pytest_mlab.sandbox.workspace import remove_tree
+from pytest_mlab.spec.models import DEFAULT_DISK
 
-FEW = 32  # changed files fetched one by one; more and the whole workspace comes in one archive
 SPOOL = 64 << 20  # archives up to this size are built in memory, larger ones in a temp file
-_LISTER = r"""
-import json, os, stat, sys
-root, depth_bound, entry_bound = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-out, errors, stack = {}, [], [(root, "", 0)]
-while stack:  # an explicit stack, never recursion: a chain thousands deep is listed like any other
-    folder, prefix, depth = stack.pop()
+_REMOVER = r"""
+import os, shutil, sys
+root = os.fsencode(sys.argv[1])
+for name in [bytes.fromhex(part) for part in sys.argv[2].split(",") if part]:
+    path = os.path.join(root, name)
     try:
-        names = sorted(os.listdir(folder))
-    except OSError:
-        errors.append(prefix or "."); continue
-    for name in names:
-        path, rel = os.path.join(folder, name), prefix + name
-        if len(out) >= entry_bound:
-            errors.append("more entries than " + str(entry_bound)); stack = []; break
-        try:
-            info = os.lstat(path)
-        except OSError:
-            errors.append(rel); continue
-        mode = info.st_mode
-        if stat.S_ISDIR(mode):
-            out[rel] = ["d", 0, 0, 0, info.st_ino, ""]
-            if depth >= depth_bound:
-                errors.append(rel)
-            else:
-                stack.append((path, rel + "/", depth + 1))
-        elif stat.S_ISLNK(mode):
-            out[rel] = ["l", 0, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, os.readlink(path)]
-        else:
-            out[rel] = ["f" if stat.S_ISREG(mode) else "o", info.st_size, info.st_mtime_ns, info.st_ctime_ns,
-                        info.st_ino, ""]
-cpu = ""
-for name in ("cpuacct/cpuacct.usage", "cpu,cpuacct/cpuacct.usage", "cpu.stat"):
-    try:
-        cpu += open("/sys/fs/cgroup/" + name).read()
-    except OSError:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.lexists(path):
+            os.unlink(path)
+    except OSError:  # a folder the agent made read-only: the next listing shows what stayed
         pass
-json.dump({"entries": out, "errors": errors, "cpu": cpu}, sys.stdout)
 """
 
 
@@ -101,7 +81,12 @@ class RemoteDockerSandbox(ContainerSandbox):
         self._data_volume: str | None = None
         self._cpu_before: float | None = None  # the counter as the last listing left it
         self.data_sent = 0  # bytes of data this sandbox sent to its host (0 when the volume was there)
+        self._notes: list[str] = []  # lines for the current command's output: what could not be brought back
+        self._unreadable: set[str] = set()  # folders the last listing could not read (reported once)
+        self._sent: dict[str, str] = {}  # SHA-256 of the files sent before the current command
+        self._over_limits = ""  # the limit the container's workspace went past (a snapshot raises it)
         super().__init__(workspace, **kwargs)
+        self._client = self.host.step_client()  # image and data went through the patient client
 
     # -- image and container -------------------------------------------------------------------
 
@@ -120,7 +105,8 @@ class RemoteDockerSandbox(ContainerSandbox):
     def _mounts(self) -> list[Any]:
         from docker.types import Mount
 
-        mounts = [Mount("/tmp", None, type="volume")]  # anonymous: removed with the container
+        # anonymous: removed with the container; nocopy: the image's /tmp is not copied into each one
+        mounts = [Mount("/tmp", None, type="volume", no_copy=True)]
         if self._data_volume:
             mounts.append(Mount(DATA_MOUNT, self._data_volume, type="volume", read_only=True))
         return mounts
@@ -130,7 +116,8 @@ class RemoteDockerSandbox(ContainerSandbox):
 
     def _ensure_container(self) -> Any:
         if self._container is None and self._data:
-            self._data_volume, self.data_sent = ensure_data_volume(self._client, self.host, self.image, self._data)
+            self._data_volume, self.data_sent = ensure_data_volume(self.host.client(), self.host, self.image,
+                                                                   self._data)
         return super()._ensure_container()
 
     def _before_start(self, container: Any) -> None:
@@ -140,8 +127,18 @@ class RemoteDockerSandbox(ContainerSandbox):
         with tarfile.open(fileobj=archive, mode="w", format=tarfile.PAX_FORMAT) as tar:
             for folder in folders:
                 tar.addfile(member(PurePosixPath(folder).relative_to("/tmp").as_posix(), tarfile.DIRTYPE, 0o755))
-        if not container.put_archive("/tmp", archive.getvalue()):
+        if not put_archive(self._client, container.id, "/tmp", archive.getvalue(), len(archive.getvalue())):
             raise SandboxError(f"cannot create the workspace in a container on {self.host.name}")
+
+    def _started(self) -> None:
+        """With ``nocopy`` the volume's root is as docker makes it (0755, root's), and the archive
+        API never changes the mode of the folder it unpacks into: /tmp is made 1777 here, by its owner."""
+        super()._started()
+        result = self._container.exec_run([self.python, "-I", "-c", "import os; os.chmod('/tmp', 0o1777)"],
+                                          user="0:0", workdir="/", environment={"PATH": "/usr/local/bin:/usr/bin:/bin"})
+        if result.exit_code != 0:
+            raise SandboxError(f"cannot open /tmp to the sandbox user in a container on {self.host.name}: "
+                               f"{(result.output or b'').decode(errors='replace')[-500:]}")
 
     def _hand_over(self) -> None:
         """Ownership travels in the archives' headers; the host folder stays the harness's."""
@@ -181,7 +178,14 @@ class RemoteDockerSandbox(ContainerSandbox):
         self._push(container)
         result = super()._exec(argv, **kwargs)
         self._pull(container)
-        return result
+        notes, self._notes = self._notes, []
+        return replace(result, stderr=result.stderr + "".join(f"\n[{note}]\n" for note in notes)) if notes else result
+
+    def sync_out(self) -> None:
+        """The host folder is level after every command; a workspace the last listing found beyond
+        its limits fails the snapshot here, as a walk of it would on the other backends."""
+        if self._over_limits:
+            raise WorkspaceOverLimits(self._over_limits)
 
     def _cpu_seconds(self, container: Any) -> float | None:
         if self._kill_report is not None:  # right after a command: the kill script's reading
@@ -202,14 +206,15 @@ class RemoteDockerSandbox(ContainerSandbox):
         gone = sorted(rel for rel in self._pushed if rel not in current)
         if gone:
             self._cpu_before = None  # the removal ran in the container: read the counter again
-            self._remove_in_container(container, gone)
+            self._remove_in_container(gone)
         if changed:
             with tempfile.SpooledTemporaryFile(SPOOL) as archive:
                 with tarfile.open(fileobj=archive, mode="w", format=tarfile.PAX_FORMAT) as tar:
                     for rel in changed:
                         self._add_to_archive(tar, rel)
+                size = archive.tell()
                 archive.seek(0)
-                if not container.put_archive(str(self.workspace), archive):
+                if not put_archive(self._client, container.id, str(self.workspace), archive, size):
                     raise SandboxError(f"cannot send the workspace to the container on {self.host.name}")
         self._pushed = current
 
@@ -235,95 +240,77 @@ class RemoteDockerSandbox(ContainerSandbox):
                 size = os.fstat(handle.fileno()).st_size
                 tar.addfile(member(rel, tarfile.REGTYPE, info.st_mode & 0o777 | 0o600, info.st_mtime, size=size),
                             handle)
+                handle.seek(0)
+                self._sent[rel] = hashlib.file_digest(handle, "sha256").hexdigest()
 
-    def _remove_in_container(self, container: Any, paths: list[str]) -> None:
-        for start in range(0, len(paths), 200):
-            script = "rm -rf -- " + " ".join(shlex.quote(f"{self.workspace}/{rel}") for rel in paths[start:start + 200])
-            if self._run_as_user(script) is None:
-                raise SandboxError(f"cannot delete files in the container on {self.host.name}")
+    def _remove_in_container(self, paths: list[str]) -> None:
+        """Delete ``paths`` there; names travel as hex, so any bytes the kernel allows are fine."""
+        for batch in batches(paths):
+            argv = [self.python, "-I", "-c", _REMOVER, str(self.workspace), ",".join(hex_name(rel) for rel in batch)]
+            self._script_output(argv)
+
+    def _script_output(self, argv: list[str]) -> bytes:
+        """What a script of ours printed, run in the container as the sandbox user; a
+        SandboxError naming what failed when it did not run to its end."""
+        return b"".join(self._script_stream(argv))
+
+    def _script_stream(self, argv: list[str]) -> Iterator[bytes]:
+        """The standard output of a script of ours, as it comes; its errors as in ``_script_output``."""
+        from docker.errors import DockerException
+
+        api = self._client.api
+        errors = []
+        try:
+            exec_id = api.exec_create(self._container.id, argv, user=self.user, workdir="/",
+                                      environment={"PATH": "/usr/local/bin:/usr/bin:/bin"})["Id"]
+            for out, err in api.exec_start(exec_id, stream=True, demux=True):
+                if err and sum(map(len, errors)) < 4096:
+                    errors.append(err)
+                if out:
+                    yield out
+            code = api.exec_inspect(exec_id).get("ExitCode")
+        except DockerException as exc:
+            raise SandboxError(f"the harness's own script could not run in the container on {self.host.name}: "
+                               f"{getattr(exc, 'explanation', None) or exc}") from exc
+        if code != 0:
+            raise SandboxError(f"the harness's own script failed in the container on {self.host.name} "
+                               f"(exit {code}): {b''.join(errors).decode(errors='replace')[-1000:]}")
 
     def _pull(self, container: Any) -> None:
-        """Bring the host folder level with the container after a command."""
-        listing = self._list_container(container)
+        """Bring the host folder level with the container after a command: only what changed moves."""
+        argv = lister_argv(self.python, str(self.workspace), self.options.bound, self._sent)
+        listing = parse_listing(self._script_output(argv), self.options.bound)
+        self._sent = {}
         if listing is None:
-            self._pull_everything(container)
+            raise SandboxError(f"the listing of the workspace in the container on {self.host.name} printed no listing")
+        self._cpu_before = cgroup_cpu_seconds(listing.cpu)
+        quota = self.options.disk or DEFAULT_DISK
+        if listing.over or listing.disk_use() > quota:  # the run ends at its next snapshot: nothing more moves
+            self._over_limits = listing.over or (
+                f"the workspace's files take more than its disk quota of {quota / (1 << 20):,.0f} MiB "
+                f"(in the container on {self.host.name}); the limit is the task's limits.disk")
             return
-        changed = [rel for rel, entry in listing.items() if self._listing.get(rel) != entry or rel not in self._pushed]
-        gone = [rel for rel in self._pushed if rel not in listing]
-        self._delete_on_host(gone)
-        files = [rel for rel in changed if listing[rel][0] == "f"]
+        entries = listing.entries
+        changed = [rel for rel, entry in entries.items()
+                   if (self._listing.get(rel) != entry or rel not in self._pushed) and rel not in listing.same]
+        self._delete_on_host(rel for rel in self._pushed if rel not in entries and not listing.hidden(rel))
         for rel in sorted(changed):
-            kind, target = listing[rel][0], listing[rel][5]
+            kind, target = entries[rel][KIND], entries[rel][TARGET]
             if kind == "d":
                 self._place_folder(rel)
             elif kind == "l":
                 self._place_link(rel, target)
             elif kind == "o":
                 self._delete_on_host([rel])
-        if len(files) > FEW:
-            self._fetch(container, ".", set(files))
-        else:
-            for rel in files:
-                self._fetch(container, rel, {rel})
-        self._listing = listing
+        for batch in batches(sorted(rel for rel in changed if entries[rel][KIND] == "f")):
+            read_packed(self._script_stream(packer_argv(self.python, str(self.workspace), batch)), self._place_file)
+        for folder, why in sorted(listing.unreadable.items()):
+            if folder not in self._unreadable:
+                self._notes.append(f"the sandbox user cannot read {folder!r} ({why}): what it holds is not brought "
+                                   "back to the harness, and snapshots keep it as it was")
+        self._unreadable = set(listing.unreadable)
+        self._listing = entries
         self._pushed = host_stamps(self.workspace, self.options.bound)
-
-    def _pull_everything(self, container: Any) -> None:
-        """No listing: take the whole workspace, and drop what the archive does not hold."""
-        seen = self._fetch(container, ".", None)
-        self._delete_on_host([rel for rel in host_stamps(self.workspace, self.options.bound) if rel not in seen])
-        self._listing = {}
-        self._pushed = host_stamps(self.workspace, self.options.bound)
-
-    def _list_container(self, container: Any) -> dict[str, list[Any]] | None:
-        from docker.errors import DockerException
-
-        try:
-            bound = self.options.bound  # beyond it: an error, so the whole workspace comes back for the snapshot to judge
-            argv = [self.python, "-I", "-c", _LISTER, str(self.workspace), str(bound.depth), str(bound.entries)]
-            result = container.exec_run(argv, user=self.user,
-                                        workdir="/", demux=True, environment={"PATH": "/usr/local/bin:/usr/bin:/bin"})
-        except DockerException:
-            return None
-        stdout = result.output[0] if result.output else None
-        if result.exit_code != 0 or not stdout:
-            return None
-        try:
-            report = json.loads(stdout)
-        except ValueError:
-            return None
-        self._cpu_before = cgroup_cpu_seconds(str(report.get("cpu", "")))
-        return None if report.get("errors") else report.get("entries")
-
-    def _fetch(self, container: Any, rel: str, wanted: set[str] | None) -> set[str]:
-        """Write the archive of ``rel`` into the host folder (only ``wanted`` files; None: all); the
-        paths the archive held, workspace-relative."""
-        from docker.errors import NotFound
-
-        source = str(self.workspace) if rel == "." else f"{self.workspace}/{rel}"
-        try:
-            stream, _stat = container.get_archive(source)
-        except NotFound:
-            return set()  # gone since the listing: the next listing says so
-        base = posixpath.dirname(rel) if rel != "." else None
-        seen: set[str] = set()
-        with tarfile.open(fileobj=ChunkReader(stream), mode="r|") as tar:
-            for member in tar:
-                name = workspace_path(member.name, base)
-                if name is None:
-                    continue
-                seen.add(name)
-                if wanted is not None and name not in wanted:
-                    continue
-                if member.isdir():
-                    self._place_folder(name)
-                elif member.issym():
-                    self._place_link(name, member.linkname)
-                elif member.isfile():
-                    self._place_file(name, tar.extractfile(member), member)
-                elif member.islnk():  # a second name of a file the archive held earlier: a copy here
-                    self._place_copy(name, workspace_path(member.linkname, base), member)
-        return seen
 
     # -- the host folder ---------------------------------------------------------------------------
 
@@ -368,25 +355,28 @@ class RemoteDockerSandbox(ContainerSandbox):
         self._clear(path)
         os.symlink(target, path)
 
-    def _place_file(self, rel: str, content: IO[bytes] | None, member: tarfile.TarInfo) -> None:
-        path = self._host_parent(rel)
-        if path is None or content is None:
+    def _place_file(self, fetched: Fetched, body: IO[bytes]) -> None:
+        """Write one fetched file as a new inode (never through a link to the data cache), its holes
+        kept; a file that cannot be written is named in the command's output, and the rest goes on."""
+        path = self._host_parent(fetched.name) if not fetched.error else None
+        if path is None:
+            if fetched.error:
+                self._notes.append(f"EnvError: {fetched.name!r} could not be brought back from the sandbox "
+                                   f"({fetched.error})")
             return
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        if os.path.lexists(path):
-            self._clear(path)  # a new inode: never written through a link to the data cache
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, member.mode & 0o777 | 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            while chunk := content.read(1 << 20):
-                handle.write(chunk)
-        os.utime(path, (member.mtime, member.mtime), follow_symlinks=False)
-
-    def _place_copy(self, rel: str, source: str | None, member: tarfile.TarInfo) -> None:
-        origin = self._host_parent(source) if source else None
-        if origin is None or not os.path.isfile(origin) or os.path.islink(origin):
-            return
-        with open(origin, "rb", opener=no_follow) as content:
-            self._place_file(rel, content, member)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            if os.path.lexists(path):
+                self._clear(path)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, fetched.mode & 0o777 | 0o600)
+            try:
+                write_sparse(fd, fetched, body)
+            finally:
+                os.close(fd)
+            os.utime(path, (fetched.mtime, fetched.mtime), follow_symlinks=False)
+        except OSError as exc:
+            self._notes.append(f"EnvError: {fetched.name!r} could not be written to the harness's copy of the "
+                               f"workspace ({exc.strerror or exc}); it is left out of snapshots")
 
     def _delete_on_host(self, paths: Iterable[str]) -> None:
         for rel in sorted(paths, key=lambda p: -p.count("/")):

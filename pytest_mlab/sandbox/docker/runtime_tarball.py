@@ -15,7 +15,9 @@ Left out of the standard library, as no sandboxed script needs them: every packa
 ``idlelib``, ``tkinter`` with its ``_tkinter`` extension (which would pull in Tcl/Tk and X11),
 ``turtledemo``, and the static ``libpython*.a`` in the ``config-*`` folder (only for linking an
 embedded interpreter). ``site-packages`` is left out unless asked for: a stdlib-only image is
-about 100 MB, one with this machine's packages as large as they are.
+about 100 MB, one with this machine's packages as large as they are. Run from a virtual
+environment, the packages are the environment's, and the image's python3 is made that
+environment (:func:`venv_files`).
 """
 
 from __future__ import annotations
@@ -83,14 +85,28 @@ def stdlib_dirs() -> list[str]:
 
 
 def site_packages_dirs() -> list[str]:
-    """The installation's own package folders (the user's are not part of it)."""
-    if sys.prefix != sys.base_prefix:
-        raise SandboxError(f"the runtime tarball holds the interpreter's own installation, but this Python runs "
-                           f"in the virtual environment {sys.prefix}, whose packages the image's python3 would "
-                           "not see; run the command with the base interpreter, or leave out --site-packages")
+    """The package folders of the installation that runs this command: a virtual environment's
+    own where it runs in one (how pytest-mlab itself is usually installed), else the interpreter's
+    (the user's own site-packages are not part of either)."""
     paths = sysconfig.get_paths()
     candidates = {paths["purelib"], paths["platlib"], *site.getsitepackages()}
     return sorted({os.path.realpath(path) for path in candidates if os.path.isdir(path)})
+
+
+def in_virtual_environment() -> bool:
+    return sys.prefix != sys.base_prefix
+
+
+def venv_files(packages: list[str]) -> tuple[dict[str, bytes], dict[str, str]]:
+    """What makes the image's python3 (``/usr/local/bin/python3``) a virtual environment holding
+    ``packages``, as this one is: a ``pyvenv.cfg`` beside its folder, so that Python takes
+    ``/usr/local`` for its prefix and the real interpreter's folder for its home, and its
+    site-packages there a link to the packages' own folder. (files, links), by image path."""
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    config = (f"home = {os.path.dirname(interpreter())}\ninclude-system-site-packages = false\n"
+              f"version = {sys.version_info.major}.{sys.version_info.minor}.{sys.version_info.micro}\n")
+    links = {f"/usr/local/lib/python{version}/site-packages": packages[0]} if packages else {}
+    return {"/usr/local/pyvenv.cfg": config.encode()}, links
 
 
 def libpython_files() -> list[str]:
@@ -129,12 +145,18 @@ def runtime_layout(*, site_packages: bool) -> Layout:
     layout.add_host_path(sys.executable)
     for library in libpython_files():
         layout.add_host_path(library)
-    skip = EXCLUDED_STDLIB if site_packages else (*EXCLUDED_STDLIB, *SITE_PACKAGES)
-    for folder in stdlib_dirs():
-        binaries += layout.add_tree(folder, skip)
+    for folder in stdlib_dirs():  # site-packages come apart: a virtual environment's are not the interpreter's
+        binaries += layout.add_tree(folder, (*EXCLUDED_STDLIB, *SITE_PACKAGES))
     if site_packages:
-        for folder in site_packages_dirs():
+        packages = site_packages_dirs()
+        for folder in packages:
             binaries += layout.add_tree(folder)
+        if in_virtual_environment():
+            files, links = venv_files(packages)
+            for path, data in files.items():
+                layout.add_file(path, data)
+            for path, target in links.items():
+                layout.add_link(path, target)
     binaries += [layout.add_host_path(tool) for tool in tools()]
     layout.add_libraries_of(binaries)
     if os.path.isfile(LOADER_CACHE):

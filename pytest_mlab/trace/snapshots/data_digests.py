@@ -31,6 +31,7 @@ import fcntl
 import json
 import os
 import re
+import resource
 import stat
 import threading
 import time
@@ -42,8 +43,9 @@ from pytest_mlab.trace.snapshots.digest_cache import RACY_WINDOW_NS
 from pytest_mlab.trace.snapshots.disk import temp_path, unlink_quietly
 
 FORMAT = "pytest-mlab data digests 1"
-HELD_LEASES = 256  # open leases (one fd each) a process keeps at most
-FILE_ENTRIES = 4096  # entries one digests file keeps at most
+HELD_LEASES = 65536  # open leases (one fd each) a process keeps at most, within its fd limit
+FILE_ENTRIES = 65536  # entries one digests file keeps at most
+_SPARE_FDS = 512  # fds left to everything else in the process
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 _OPEN = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _REOPEN = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
@@ -66,7 +68,30 @@ class _Held:
 
 
 _held: OrderedDict[Key, _Held] = OrderedDict()
+_by_inode: dict[int, set[Key]] = {}  # _held's keys by inode number, for files seen through an overlay
 _lock = threading.Lock()
+
+
+def lease_room() -> int:
+    """How many leases this process may hold: every data file of a task, so that a snapshot never
+    evicts a lease it needs again (a task of 463 files thrashed a room of 256 and hashed all of
+    them at every snapshot). The soft fd limit is raised toward the hard one once, as needed."""
+    global _room
+    if _room is None:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        wanted = HELD_LEASES + _SPARE_FDS
+        if soft != resource.RLIM_INFINITY and soft < wanted:
+            raised = wanted if hard == resource.RLIM_INFINITY else min(hard, wanted)
+            try:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+                soft = raised
+            except (OSError, ValueError):
+                pass
+        _room = wanted if soft == resource.RLIM_INFINITY else max(64, soft - _SPARE_FDS)
+    return min(HELD_LEASES, _room)
+
+
+_room: int | None = None
 
 
 def take_lease(fd: int) -> int | None:
@@ -127,6 +152,11 @@ def digest_of(path: Path, digests_file: Path | None) -> str:
     """The sha256 of the data file at ``path``: vouched for by a lease or an entry, else hashed
     (under a lease taken first, which is kept, so later scans of this process trust it).
     Raises OSError when the file cannot be opened (missing, a symlink)."""
+    st = os.lstat(path)
+    if stat.S_ISREG(st.st_mode):
+        known = recall(st)  # a lease held on this very inode: no need to open it again
+        if known is not None:
+            return known
     fd = os.open(path, _OPEN)
     try:
         digest, leased = lookup(fd, digests_file)
@@ -160,8 +190,9 @@ def _held_elsewhere(st: os.stat_result) -> _Held | None:
     overlay (sandbox/quota_mount.py) reports the cache's files with its own device and their
     own inode number, size, mtime and ctime. All four must match the leased file now; no other
     file can have its ctime (it cannot be set back), and a file overlayfs copied up has its own."""
-    for (_dev, ino), held in _held.items():
-        if ino != st.st_ino or not held.intact():
+    for key in list(_by_inode.get(st.st_ino, ())):
+        held = _held.get(key)
+        if held is None or not held.intact():
             continue
         try:
             real = os.fstat(held.fd)
@@ -183,7 +214,9 @@ def keep(leased: int, digest: str) -> None:
             os.close(leased)
             return
         _held[(st.st_dev, st.st_ino)] = held
-        while len(_held) > HELD_LEASES:
+        _by_inode.setdefault(st.st_ino, set()).add((st.st_dev, st.st_ino))
+        room = lease_room()
+        while len(_held) > room:
             _drop(next(iter(_held)))
 
 
@@ -234,6 +267,11 @@ def _record(digests_file: Path) -> None:
 
 
 def _drop(key: Key) -> None:
+    keys = _by_inode.get(key[1])
+    if keys is not None:
+        keys.discard(key)
+        if not keys:
+            del _by_inode[key[1]]
     held = _held.pop(key, None)
     if held is not None:
         os.close(held.fd)
