@@ -28,7 +28,6 @@ def test_a_session_without_mlab_ray_never_imports_ray() -> None:
 @pytest.mark.parametrize("other", ["--mlab-gpus=0,", "--mlab-max-cost=1", "--mlab-docker-hosts=tcp://127.0.0.1:1"])
 def test_options_whose_job_ray_does_are_usage_errors_beside_it(pytester: pytest.Pytester, toy_project: Path,
                                                                mlab_cache: Path, other: str) -> None:
-    extra = ("--sandbox=docker",) if "docker" in other else ()
-    result = run_specs(pytester, "--mlab-ray=auto", other, *extra, cache_dir=mlab_cache)
+    result = run_specs(pytester, "--mlab-ray=auto", other, cache_dir=mlab_cache)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "cannot be used with --mlab-ray" in output_of(result), output_of(result)
