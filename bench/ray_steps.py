@@ -64,10 +64,10 @@ def session(scratch: Path, workers: int, args: argparse.Namespace, *, label: str
         options.work_script = script
     started = time.monotonic()
     measured = stepping_workers(scratch, workers, options)
-    run_bytes = sum(path.stat().st_size for path in (scratch / f"steps{workers}{slug}" / "results" / "runs").rglob("*")
-                    if path.is_file())
-    return {"label": label, "session_s": round(time.monotonic() - started, 1), "run_folders_mb": round(run_bytes / 1e6, 1),
-            **{key: measured.get(key) for key in KEPT}}
+    runs = scratch / f"steps{workers}{slug}" / "results" / "runs"
+    run_bytes = sum(path.stat().st_size for path in runs.rglob("*") if path.is_file())
+    return {"label": label, "session_s": round(time.monotonic() - started, 1),
+            "run_folders_mb": round(run_bytes / 1e6, 1), **{key: measured.get(key) for key in KEPT}}
 
 
 def main() -> None:
