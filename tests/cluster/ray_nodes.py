@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
@@ -47,6 +49,31 @@ class RayTestCluster:
 
     def shutdown(self) -> None:
         self.cluster.shutdown()
+
+
+LIVE_DRIVERS = """\
+import logging, sys, time
+import ray
+from ray._private.state import jobs
+ray.init(address=sys.argv[1], logging_level=logging.ERROR, log_to_driver=False)
+me = ray.get_runtime_context().get_job_id()
+deadline = time.monotonic() + 20  # a driver that exited is marked dead within a few seconds
+while True:
+    live = [job["JobID"] for job in jobs() if not job["IsDead"] and job["JobID"] != me]
+    if not live or time.monotonic() > deadline:
+        break
+    time.sleep(0.5)
+print("LIVE", len(live))
+"""
+
+
+def live_drivers(cluster: RayTestCluster) -> int:
+    """How many drivers (sessions' processes) the cluster still counts as connected, besides the asking one."""
+    asked = subprocess.run([sys.executable, "-c", LIVE_DRIVERS, cluster.address], capture_output=True, text=True,
+                           timeout=120, check=False)
+    line = next((line for line in asked.stdout.splitlines() if line.startswith("LIVE ")), None)
+    assert line is not None, asked.stdout + asked.stderr
+    return int(line.split()[1])
 
 
 def node_label(node: Any) -> str:

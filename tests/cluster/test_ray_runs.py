@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from tests.cluster.ray_nodes import RayTestCluster, node_label, processes_naming, ray_cluster_fixture
+from tests.cluster.ray_nodes import RayTestCluster, live_drivers, node_label, processes_naming, ray_cluster_fixture
 from tests.helpers import UNRELATED_PLUGINS, read_results
 
 pytestmark = pytest.mark.slow
@@ -107,6 +107,7 @@ def test_each_run_goes_to_a_node_with_its_gpus_and_no_gpu_is_held_twice(
     assert any(run["end"] <= other["start"] for run in runs for other in runs if run["host"] == other["host"])
     assert not cluster.temp_left(), "the runs left temp folders behind"
     assert not processes_naming(str(toy_project)), "the session left processes behind"
+    assert live_drivers(cluster) == 0, "the session's Ray drivers are still connected"
 
 
 def test_a_killed_node_ends_its_run_as_host_lost_and_resume_runs_it_again(
