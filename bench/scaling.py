@@ -223,12 +223,12 @@ def idle_workers(scratch: Path, workers: int) -> dict[str, Any]:
             **memory_of(watcher.between(ready, released))}
 
 
-def script_for(steps: int, work_ms: int) -> list[Any]:
+def script_for(steps: int, work_ms: int, work_script: str = WORK_SCRIPT) -> list[Any]:
     """The scripted LLM's answers: write the work script, run it steps - 2 times, final answer."""
     def action(name: str, arguments: dict[str, str]) -> str:
         return f"Action: {name}\nAction Input: {json.dumps(arguments)}\n"
 
-    code = WORK_SCRIPT.format(seconds=work_ms / 1000)
+    code = work_script.format(seconds=work_ms / 1000)
     return [action("Edit Script (AI)", {"script_name": "work.py", "edit_instruction": "Write the work script.",
                                         "save_name": "work.py"}),
             {"role": "edit", "text": f"```python\n{code}```\n"},
@@ -265,14 +265,16 @@ def ms(values: list[float]) -> float:
 
 def stepping_workers(scratch: Path, workers: int, args: argparse.Namespace) -> dict[str, Any]:
     """One run per worker, all at once: the harness's time and CPU per step."""
-    folder = scratch / f"steps{workers}"
+    folder = scratch / f"steps{workers}{getattr(args, 'label', '')}"
     folder.mkdir()
     script = folder / "llm.yaml"
-    script.write_text(json.dumps(script_for(args.steps, args.work_ms), indent=1))
+    script.write_text(json.dumps(script_for(args.steps, args.work_ms, getattr(args, "work_script", WORK_SCRIPT)),
+                                 indent=1))
     out, log = folder / "results", folder / "pytest.log"
     process = start_pytest(["-q", "-n", str(workers), f"specs/tasks/{TASK}.yaml", "--agent=simple",
                             f"--llm=scripted:{script}", f"--seeds={workers}", f"--max-steps={args.steps}",
-                            f"--sandbox={args.sandbox}", "--mlab-out", str(out)], REPO, log)
+                            f"--sandbox={args.sandbox}", "--mlab-out", str(out), *getattr(args, "pytest_args", ())],
+                           REPO, log)
     watcher = Watcher(process.pid)
     try:
         finish(process, log, f"steps, -n {workers}")
@@ -288,6 +290,8 @@ def stepping_workers(scratch: Path, workers: int, args: argparse.Namespace) -> d
     # every run stepping: from every run's first measured step to the first run's last, so that
     # neither starting the workers nor grading counts
     window = watcher.between(max(run.ends[0] for run in runs), min(run.ends[-1] for run in runs))
+    if getattr(args, "any_stepping", False):  # runs that do not all step at once (bench/ray_steps.py)
+        window = watcher.between(min(run.ends[0] for run in runs), max(run.ends[-1] for run in runs))
     stepping = memory_of(window)
     return {"workers": workers, "runs": len(runs), "steps": len(every.cycle),
             "cycle_ms": ms(every.cycle), "own_ms": ms(every.own), "overhead_ms": ms(overhead),

@@ -8,6 +8,7 @@ here knows pytest: the plugin calls :func:`run_item` and reports what it returns
 
 from __future__ import annotations
 
+import tempfile
 import time
 import traceback
 from contextlib import ExitStack, contextmanager, nullcontext
@@ -36,6 +37,7 @@ from pytest_mlab.results.signing import results_key, signed
 from pytest_mlab.sandbox import SandboxOptions, open_sandbox
 from pytest_mlab.sandbox.docker.hosts import DockerHost, forget_host
 from pytest_mlab.sandbox.gpus import GpuPool
+from pytest_mlab.sandbox.owner import owned_prefix
 from pytest_mlab.sandbox.registry import resolve_kind
 from pytest_mlab.sandbox.workspace import remove_tree
 from pytest_mlab.spec.plan import RunPlan, Settings
@@ -75,15 +77,68 @@ def run_item(plan: RunPlan, nodeid: str, settings: Settings, *, session: str | N
                          max_steps=plan.limits.max_steps) as status, ExitStack() as holding:
         held = None  # --mlab-gpus: the GPU ids this run holds, grading included
         try:
+            if settings.ray:  # Ray places the run and gives it its GPUs: no lease here
+                return _on_ray(plan, nodeid, settings, session)
             held = holding.enter_context(_lease_gpus(plan, gpu_pool, status))
             result = execute(plan, nodeid, console=console, session=session, budget=budget, status=status, gpus=held)
         except MlabError as exc:  # data preparation or the sandbox failed: the harness, not the agent
-            result = RunResult.crashed(RunIdentity.of_plan(plan, nodeid, resolve_kind(plan.sandbox), held), str(exc),
-                                       judged=JudgedBy.of_plan(plan))
+            result = _harness_failed(plan, nodeid, exc, held)
         if settings.score_steps and result.trace:
             status.phase(SCORING_STEPS)
             result = _with_step_scores(plan, result, held)
     return result
+
+
+def _harness_failed(plan: RunPlan, nodeid: str, exc: MlabError, gpus: tuple[str, ...] | None) -> RunResult:
+    return RunResult.crashed(RunIdentity.of_plan(plan, nodeid, resolve_kind(plan.sandbox), gpus), str(exc),
+                             judged=JudgedBy.of_plan(plan))
+
+
+def _on_ray(plan: RunPlan, nodeid: str, settings: Settings, session: str | None) -> RunResult:
+    """--mlab-ray: the run on the node Ray places it on (cluster/ray_runs.py), its folder brought
+    back to this results folder and its result records signed with this folder's key."""
+    from pytest_mlab.cluster.ray_runs import Resources, run_on_ray
+    from pytest_mlab.cluster.run_folder import resign, unpack
+
+    remove_tree(plan.run_dir)  # a lost node leaves nothing here that --mlab-resume would take for this run
+    try:
+        sent = run_on_ray(settings.ray, _run_on_node, (plan, nodeid, session, settings.score_steps),
+                          Resources(gpus=plan.gpus, memory=plan.limits.memory))
+    except HostLost as exc:
+        return RunResult.crashed(RunIdentity.of_plan(plan, nodeid, resolve_kind(plan.sandbox)), f"HostLost: {exc}",
+                                 judged=JudgedBy.of_plan(plan), end_reason=EndReason.HOST_LOST)
+    trace = plan.run_dir / "trace.jsonl"
+    moved = {"run_dir": str(plan.run_dir), "trace": str(trace)}
+    if sent.archive is not None:
+        unpack(sent.archive, plan.run_dir)
+        if trace.is_file():
+            resign(trace, sent.key, results_key(plan.out_dir), moved)
+    return RunResult.from_dict({**sent.result, **(moved if sent.result.get("trace") else {})})
+
+
+def _run_on_node(plan: RunPlan, nodeid: str, session: str | None, score_steps: bool, *, gpus: tuple[str, ...],
+                 node: str) -> Any:
+    """--mlab-ray, on the node: the run in a scratch results folder of the node's own (removed
+    after), with the GPUs Ray gave it; returns a :class:`~pytest_mlab.cluster.ray_runs.NodeRun`.
+    API keys are the node's own, from its environment: the controller never sends any."""
+    from pytest_mlab.cluster.ray_runs import NodeRun
+    from pytest_mlab.cluster.run_folder import pack
+    from pytest_mlab.llm import secrets
+
+    secrets.take_from_environment()  # out of the reach of the commands that the run starts
+    scratch = Path(tempfile.mkdtemp(prefix=owned_prefix("ray")))  # named for its owner: swept if the node's worker dies
+    here = replace(plan, out_dir=scratch)
+    try:
+        try:
+            result = execute(here, nodeid, session=session, gpus=gpus, node=f"ray:{node[:12]}")
+        except MlabError as exc:
+            result = _harness_failed(here, nodeid, exc, gpus)
+        if score_steps and result.trace:
+            result = _with_step_scores(here, result, gpus)
+        archive = pack(here.run_dir) if here.run_dir.is_dir() else None
+        return NodeRun(result.to_dict(), archive, results_key(scratch), node)
+    finally:
+        remove_tree(scratch)
 
 
 @contextmanager
@@ -142,13 +197,15 @@ def _with_step_scores(plan: RunPlan, result: RunResult, gpus: tuple[str, ...] | 
 
 
 def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | None = None,
-            budget: Budget | None = None, status: RunStatus = QUIET, gpus: tuple[str, ...] | None = None) -> RunResult:
+            budget: Budget | None = None, status: RunStatus = QUIET, gpus: tuple[str, ...] | None = None,
+            node: str | None = None) -> RunResult:
     """``console``: the terminal for the ``human`` LLM and Request Help (None: sys.stdin/stdout).
     ``session``: the pytest session's id, written in the trace so that its controller finds this
     run's result on disk even when the report carrying it is lost (Ctrl-C, a dead worker).
     ``budget``: the session's --mlab-max-cost, charged by each paid LLM call of the run.
     ``status``: the run's live status, kept current through data preparation, steps and grading.
-    ``gpus``: the GPU ids the run holds (--mlab-gpus), for its sandboxes and its trace."""
+    ``gpus``: the GPU ids the run holds (--mlab-gpus, or Ray's), for its sandboxes and its trace.
+    ``node``: the cluster node running it (--mlab-ray), recorded as its host."""
     started = time.monotonic()
     data = prepare_data(plan.task, plan.variant, plan.cache_dir, notify=status.phase)
     plan = replace(plan, task=plan.task.with_prepared(data.hidden))
@@ -167,7 +224,7 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
     with SnapshotStore(run_dir / "snapshots", data_digests=digests) as snapshots, \
             TraceWriter(trace_path, observer=status.observe) as trace, \
             open_sandbox(plan.sandbox, options=options) as sandbox, ExitStack() as after_ctrl_c:
-        host = getattr(getattr(sandbox, "host", None), "name", None)  # docker: the daemon that runs it
+        host = getattr(getattr(sandbox, "host", None), "name", None) or node  # docker: the daemon that runs it
         identity, judged = RunIdentity.of_plan(plan, nodeid, sandbox.name, gpus, host), JudgedBy.of_plan(plan)
         trace.write({"type": "run", "session": session, **identity.to_record(), **judged.to_record(),
                      "limits": vars(plan.limits),

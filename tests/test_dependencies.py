@@ -13,7 +13,7 @@ import pytest
 
 from tests.helpers import REPO
 
-EXTRAS = "smoke,tasks,dev,html"
+EXTRAS = "smoke,tasks,dev,html,ray"
 
 
 def deptry(root: Path, *args: str) -> subprocess.CompletedProcess:

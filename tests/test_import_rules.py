@@ -34,12 +34,14 @@ ALLOWED: dict[str, set[str]] = {
     "grading": {"errors", "outcomes", "spec", "trace", "sandbox", "task_code", "data", "in_sandbox"},
     "task_api": {"errors", "data", "grading"},  # what task code imports; nothing of ours imports it
     "results": {"errors", "outcomes", "spec", "trace"},
+    # Ray placement (--mlab-ray): it runs what the runner hands it, so it imports no runner
+    "cluster": {"errors", "outcomes", "spec", "trace", "sandbox", "results"},
     "runner": {"errors", "outcomes", "spec", "trace", "sandbox", "task_code", "data", "llm", "env", "actions",
-               "agents", "grading", "results"},
+               "agents", "grading", "results", "cluster"},
     "cli": {"errors", "outcomes", "spec", "trace", "sandbox", "task_code", "data", "llm", "env", "actions",
-            "agents", "grading", "results", "runner"},
+            "agents", "grading", "results", "runner", "cluster"},
     "plugin": {"errors", "outcomes", "spec", "trace", "sandbox", "task_code", "data", "llm", "env", "actions",
-               "agents", "grading", "results", "runner"},
+               "agents", "grading", "results", "runner", "cluster"},
 }
 PYTEST_GLUE = {"plugin"}
 #: Parts whose code runs inside a run's sandbox, where pytest_mlab is not importable: they import

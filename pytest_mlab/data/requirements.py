@@ -10,6 +10,7 @@ import importlib.util
 import os
 import shutil
 from pathlib import Path
+from typing import Callable
 
 from pytest_mlab.data.cache import is_prepared
 from pytest_mlab.errors import MlabError
@@ -21,9 +22,12 @@ from pytest_mlab.spec import models
 SEPARATE_INSTALLS = {"clrs": "pip install --no-deps dm-clrs==2.0.0"}
 
 
-def unmet_requirement(task: models.TaskSpec, variant: str, cache_dir: Path, *, preparing: bool = False) -> str | None:
+def unmet_requirement(task: models.TaskSpec, variant: str, cache_dir: Path, *, preparing: bool = False,
+                      cluster_gpus: Callable[[], int] | None = None) -> str | None:
     """Why this task cannot run here, naming what fixes it; None when it can. ``preparing``: data
-    that is not prepared yet will be, before the first run (--mlab-prepare)."""
+    that is not prepared yet will be, before the first run (--mlab-prepare). ``cluster_gpus``: the
+    most GPUs one node of the cluster that places runs has (--mlab-ray), asked instead of this
+    machine's nvidia-smi."""
     if variant not in task.data:
         return (f"task '{task.name}' has no '{variant}' data variant (it has: {', '.join(task.data)}); "
                 f"run with --mlab-data={next(iter(task.data))}")
@@ -39,7 +43,13 @@ def unmet_requirement(task: models.TaskSpec, variant: str, cache_dir: Path, *, p
     unset = [name for name in needs.env if not os.environ.get(name)]
     if unset:
         return f"needs the environment variables {', '.join(unset)}: export {unset[0]}=..."
-    if needs.gpu:
+    if cluster_gpus is not None:
+        wanted = task.gpus_per_run(variant)
+        most = cluster_gpus() if wanted else 0
+        if wanted > most:
+            return (f"needs {wanted} GPU(s) on one node, and no node of the Ray cluster (--mlab-ray) has more than "
+                    f"{most}: add a node with `ray start --address=HEAD:PORT --num-gpus={wanted}`")
+    elif needs.gpu:
         return _no_gpu()
     return None
 

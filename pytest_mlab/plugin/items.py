@@ -3,10 +3,11 @@ check of the project's Agent and Action files."""
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import pytest
 
@@ -17,6 +18,15 @@ from pytest_mlab.spec.plan import RunPlan, Settings, compile_plans
 
 if TYPE_CHECKING:  # the session imports this module to collect; the spec machinery waits for a spec
     from pytest_mlab.spec.project import Project
+
+
+def ray_gpus(settings: Settings) -> Callable[[], int] | None:
+    """--mlab-ray: the GPU check asks the cluster (the most GPUs on one node), not this machine."""
+    if settings.ray is None:
+        return None
+    from pytest_mlab.cluster.ray_cluster import most_gpus_on_one_node
+
+    return functools.partial(most_gpus_on_one_node, settings.ray)
 
 
 def session_agents(settings: Settings, project: Project) -> list[str]:
@@ -67,8 +77,8 @@ class TaskFile(SpecFile):
         task, plans = compile_file(settings, project_of(config), self.path)
         check = model_check(config)
         # every run is graded against the variant's baseline: none, and no run can pass or fail
-        skip_reason = unmet_requirement(task, settings.variant, settings.cache_dir, preparing=settings.prepare) \
-            or missing_baseline(task, settings.variant)
+        skip_reason = unmet_requirement(task, settings.variant, settings.cache_dir, preparing=settings.prepare,
+                                        cluster_gpus=ray_gpus(settings)) or missing_baseline(task, settings.variant)
         _register_tags(config, task.tags)
         for tag in (*task.tags, "mlab"):  # on the file once: its items inherit them for -m and -k
             self.add_marker(tag)

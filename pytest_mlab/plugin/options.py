@@ -51,6 +51,9 @@ OPTIONS = (
                                                  "comma-separated: unix:///var/run/docker.sock, tcp://HOST:PORT, "
                                                  "ssh://USER@HOST; remote ones get the workspace by archive "
                                                  "(default: the environment's daemon, DOCKER_HOST)", None),
+    ("--mlab-ray", "mlab_ray", "run each item on the node of this Ray cluster that Ray places it on, with the CPUs, "
+                               "memory and GPUs its task declares: the head's HOST:PORT, or auto (a cluster started "
+                               "on this machine); needs pip install -e \".[ray]\"", None),
 )
 FLAGS = ("--mlab-resume", "--mlab-score-steps", "--mlab-allow-skips")  # on/off options; ini settings take true/false
 LLM_SETTINGS = ("mlab_llm", "mlab_fast_llm", "mlab_edit_llm")
@@ -143,8 +146,30 @@ def read_settings(config: pytest.Config) -> Settings:
         max_steps=number("mlab_max_steps", 1), max_time=max_time, **_results_settings(values, config),
         fast_llm=values["mlab_fast_llm"][0], edit_llm=values["mlab_edit_llm"][0],
         llm_cache=folder("mlab_llm_cache"),
-        invocation_dir=Path(config.invocation_params.dir),
+        invocation_dir=Path(config.invocation_params.dir), ray=_ray_address(values),
     )
+
+
+def _ray_address(values: dict[str, tuple[str | None, str]]) -> str | None:
+    """--mlab-ray: the cluster's address; the options whose job Ray does, or that a run on a node
+    cannot honour, are usage errors beside it."""
+    address, source = values["mlab_ray"]
+    if address is None:
+        return None
+    if not address.strip():
+        raise UsageError(f"{source} is empty: name the Ray head's HOST:PORT, or auto")
+    from pytest_mlab.cluster.ray_cluster import unavailable
+
+    missing = unavailable()
+    if missing:
+        raise UsageError(f"{source}={address}: {missing}")
+    for ini, why in (("mlab_docker_hosts", "Ray places runs on its nodes, each using its own docker or bwrap"),
+                     ("mlab_gpus", "Ray gives each run its GPUs (limits.gpus in the task spec)"),
+                     ("mlab_max_cost", "the budget's ledger is not shared with the nodes yet")):
+        given, named = values[ini]
+        if given is not None and (ini != "mlab_gpus" or given.strip().lower() != "auto"):
+            raise UsageError(f"{named}={given} cannot be used with {source}: {why}; leave one of them out")
+    return address.strip()
 
 
 def allow_skips(config: pytest.Config) -> bool:

@@ -105,6 +105,8 @@ class Limits:
     disk: int = DEFAULT_DISK
     workspace_files: int = DEFAULT_WORKSPACE_FILES
     workspace_depth: int = DEFAULT_WORKSPACE_DEPTH
+    # GPUs one run holds where a cluster places runs (--mlab-ray); None: 1 for a task that needs a GPU, else 0
+    gpus: int | None = None
 
 
 @dataclass(frozen=True)
@@ -145,6 +147,14 @@ class TaskSpec:
         """Keyword arguments the variant's data recipe gets besides its folders and seed (a task made
         from a folder elsewhere says where it is); they are part of the recipe's fingerprint."""
         return {}
+
+    def gpus_per_run(self, variant: str) -> int:
+        """The GPUs one run holds where a cluster places it: ``limits.gpus``, else one when the task
+        or its data variant needs a GPU, else none."""
+        if self.limits.gpus is not None:
+            return self.limits.gpus
+        data = self.data.get(variant)
+        return 1 if self.requires.gpu or (data is not None and data.requires.gpu) else 0
 
     def with_prepared(self, hidden: Path) -> "TaskSpec":
         """The task as its runs see it once the data is prepared (``hidden``: the answers' folder):

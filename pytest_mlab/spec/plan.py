@@ -35,6 +35,7 @@ class Settings:
     resume: bool = False
     max_cost: float | None = None  # USD
     score_steps: bool = False
+    ray: str | None = None  # --mlab-ray: the Ray cluster's address (or auto) that places every run
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,11 @@ class RunPlan:
         """The task, or its data variant, cannot run without a GPU (it waits for one)."""
         variant = self.task.data.get(self.variant)
         return self.task.requires.gpu or bool(variant and variant.requires.gpu)
+
+    @property
+    def gpus(self) -> int:
+        """The GPUs one run of this plan holds where a cluster places it (--mlab-ray)."""
+        return self.task.gpus_per_run(self.variant)
 
 
 def _id_safe(text: str) -> str:

@@ -13,7 +13,7 @@ from pytest_mlab.spec.units import parse_duration, parse_size
 
 # the most of each count a spec may set
 COUNT_BOUNDS = {"max_steps": 1_000_000, "pids": 4_194_304, "snapshot_files": 10_000_000,
-                "workspace_files": 10_000_000, "workspace_depth": 10_000}
+                "workspace_files": 10_000_000, "workspace_depth": 10_000, "gpus": 64}
 MAX_SECONDS = 30 * 86400.0  # the longest limit on time: 30 days
 MAX_BYTES = 16 << 40  # the largest limit on bytes: 16 TiB
 DURATIONS = ("max_time", "execute_timeout", "timeout")

@@ -202,6 +202,23 @@ def test_all_missing_environment_variables_are_named(toy, monkeypatch: pytest.Mo
     assert reason is not None and "MLAB_TEST_A" in reason and "MLAB_TEST_B" in reason
 
 
+def test_a_run_holds_its_limits_gpus_else_one_gpu_when_its_task_or_variant_needs_one(toy) -> None:
+    with_gpus = dataclasses.replace(toy, limits=dataclasses.replace(toy.limits, gpus=2))
+    assert [task.gpus_per_run("mini") for task in (toy, with_requires(toy, {"gpu": True}),
+                                                   with_requires(toy, None, {"gpu": True}), with_gpus)] == [0, 1, 1, 2]
+
+
+def test_the_gpu_check_asks_the_cluster_when_one_places_the_runs(toy, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pytest_mlab.data.requirements as requirements
+
+    monkeypatch.setattr(requirements, "_nvidia_smi_here", lambda: False)  # a controller without GPUs
+    needs_two = dataclasses.replace(with_requires(toy, {"gpu": True}), limits=dataclasses.replace(toy.limits, gpus=2))
+    assert unmet_requirement(needs_two, "mini", NO_CACHE, cluster_gpus=lambda: 2) is None
+    reason = unmet_requirement(needs_two, "mini", NO_CACHE, cluster_gpus=lambda: 1)
+    assert reason.startswith("needs 2 GPU(s) on one node, and no node of the Ray cluster (--mlab-ray) has more than 1")
+    assert unmet_requirement(toy, "mini", NO_CACHE, cluster_gpus=lambda: pytest.fail("asked for nothing")) is None
+
+
 def test_a_gpu_task_without_a_gpu(toy, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(shutil, "which", lambda name, *args, **kwargs: None)
     reason = unmet_requirement(with_requires(toy, {"gpu": True}), "mini", NO_CACHE)

@@ -191,6 +191,8 @@ def test_numbers_that_are_not_finite_are_rejected_once(layout: Layout, extra: st
     ("limits: {max_steps: 1.0e+26}", "limits.max_steps: 1e+26 is more than 1,000,000"),
     ("limits: {pids: 5000000}", "limits.pids: 5000000 is more than 4,194,304"),
     ("limits: {snapshot_files: 20000000}", "limits.snapshot_files: 20000000 is more than 10,000,000"),
+    ("limits: {gpus: 65}", "limits.gpus: 65 is more than 64"),
+    ("limits: {gpus: -1}", "limits.gpus: -1 is less than the minimum of 0"),
     ("limits: {max_time: 2592001}", "limits.max_time: 2592001 is longer than 30 days"),
     ("limits: {execute_timeout: 800h}", "limits.execute_timeout: '800h' is longer than 30 days"),
     ("limits: {memory: 17T}", "limits.memory: '17T' is more than 16T"),
