@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import logging
+import socket
 from types import ModuleType
 
 from pytest_mlab.errors import UsageError
@@ -17,6 +18,8 @@ from pytest_mlab.errors import UsageError
 AUTO = "auto"  # a cluster started on this machine with `ray start --head`
 INSTALL = 'pip install -e ".[ray]"'
 OPTION = "--mlab-ray"
+PROBE_TIMEOUT_S = 5.0  # a head that does not accept a connection in this time is not there
+_START = "start one with `ray start --head` (docs/scaling.md, Ray) or name its GCS address HOST:PORT"
 
 
 def unavailable() -> str | None:
@@ -36,18 +39,36 @@ def ray_module() -> ModuleType:
     return ray
 
 
+def unreachable(address: str) -> str | None:
+    """Why nothing accepts a connection at ``address`` (HOST:PORT, or ray://HOST:PORT), in a few
+    seconds and without importing Ray; None when something does, or for ``auto``. Ray itself
+    retries a wrong address for many minutes before it gives up."""
+    if address == AUTO:
+        return None
+    host, colon, port = address.removeprefix("ray://").rpartition(":")
+    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        return f"{address!r} is not an address of a Ray head: name it HOST:PORT (e.g. 10.0.0.5:6379) or auto"
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT_S):
+            return None
+    except OSError as exc:
+        return f"no Ray cluster answers at {address} ({exc.strerror or exc}); {_START}"
+
+
 @functools.lru_cache(maxsize=None)
 def connect(address: str) -> ModuleType:
     """Ray, connected to the cluster at ``address`` (``auto``: the one started on this machine)."""
     ray = ray_module()
     if not ray.is_initialized():
+        problem = unreachable(address)
+        if problem:
+            raise UsageError(f"{OPTION}={address}: {problem}")
         try:
             ray.init(address=address, namespace="pytest-mlab", logging_level=logging.ERROR, log_to_driver=False,
                      include_dashboard=False)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise UsageError(f"{OPTION}={address}: no Ray cluster answers there ({first}); start one with "
-                             "`ray start --head` (docs/scaling.md, Ray) or name its GCS address HOST:PORT") from None
+            raise UsageError(f"{OPTION}={address}: no Ray cluster answers there ({first}); {_START}") from None
     return ray
 
 

@@ -158,9 +158,10 @@ def _ray_address(values: dict[str, tuple[str | None, str]]) -> str | None:
         return None
     if not address.strip():
         raise UsageError(f"{source} is empty: name the Ray head's HOST:PORT, or auto")
-    from pytest_mlab.cluster.ray_cluster import unavailable
+    from pytest_mlab.cluster.ray_cluster import unavailable, unreachable
 
-    missing = unavailable()
+    address = address.strip()
+    missing = unavailable() or unreachable(address)
     if missing:
         raise UsageError(f"{source}={address}: {missing}")
     for ini, why in (("mlab_docker_hosts", "Ray places runs on its nodes, each using its own docker or bwrap"),
@@ -169,7 +170,7 @@ def _ray_address(values: dict[str, tuple[str | None, str]]) -> str | None:
         given, named = values[ini]
         if given is not None and (ini != "mlab_gpus" or given.strip().lower() != "auto"):
             raise UsageError(f"{named}={given} cannot be used with {source}: {why}; leave one of them out")
-    return address.strip()
+    return address
 
 
 def allow_skips(config: pytest.Config) -> bool:

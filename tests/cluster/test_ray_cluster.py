@@ -31,3 +31,17 @@ def test_options_whose_job_ray_does_are_usage_errors_beside_it(pytester: pytest.
     result = run_specs(pytester, "--mlab-ray=auto", other, cache_dir=mlab_cache)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "cannot be used with --mlab-ray" in output_of(result), output_of(result)
+
+
+@pytest.mark.parametrize("address, said", [
+    ("127.0.0.1:1", "no Ray cluster answers at 127.0.0.1:1"),  # nothing listens on port 1
+    ("ray://127.0.0.1:1", "no Ray cluster answers at ray://127.0.0.1:1"),
+    ("headnode", "is not an address of a Ray head: name it HOST:PORT"),
+    ("10.0.0.5:port", "is not an address of a Ray head: name it HOST:PORT")])
+def test_a_wrong_address_is_a_usage_error_at_once(pytester: pytest.Pytester, toy_project: Path, mlab_cache: Path,
+                                                  address: str, said: str) -> None:
+    """Ray itself retries an address where nothing answers for many minutes: the session says so
+    before anything starts, naming the option, and never imports Ray to find out."""
+    result = run_specs(pytester, f"--mlab-ray={address}", cache_dir=mlab_cache)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"--mlab-ray={address}: " in output_of(result) and said in output_of(result), output_of(result)
