@@ -21,7 +21,7 @@ from pytest_mlab.sandbox.cgroups import Limits, remove_group
 from pytest_mlab.sandbox.docker.archive import host_stamps
 from pytest_mlab.sandbox.docker.conventions import SANDBOX_UID
 from pytest_mlab.sandbox.docker.local_daemon import DockerSandbox
-from pytest_mlab.sandbox.docker.remote import _LISTER
+from pytest_mlab.sandbox.docker.listing import lister_argv, parse_listing
 from pytest_mlab.sandbox.tree_walk import Bound, walk_tree
 from pytest_mlab.sandbox.workspace import LinkedData, remove_tree
 from tests.helpers import folder_chain
@@ -56,20 +56,20 @@ def test_the_walk_stops_at_its_depth_and_entry_bounds(chain, tmp_path):
 def test_remote_stamps_and_the_in_container_listing_survive_a_deep_chain(chain):
     stamps = host_stamps(chain, Bound(depth=100, entries=50_000))
     assert len([rel for rel in stamps if rel.endswith("d")]) == 101
-    listed = subprocess.run([sys.executable, "-I", "-c", _LISTER, str(chain), "100", "50000"],
-                            capture_output=True, text=True, check=True)
-    report = json.loads(listed.stdout)
-    assert report["errors"], "a chain past the depth bound must send the harness to the whole archive"
-    assert len(report["entries"]) == 102  # 101 folders down to the bound, and the file at the top
+    bound = Bound(depth=100, entries=50_000)
+    listed = subprocess.run(lister_argv(sys.executable, str(chain), bound), capture_output=True, check=True)
+    listing = parse_listing(listed.stdout, bound)
+    assert "limits.workspace_depth" in listing.over, "a chain past the depth bound ends the run as the agent's"
+    assert 100 <= len(listing.entries) <= 102  # the folders down to the bound, and the file at the top
 
 
 def test_the_in_container_listing_stops_at_its_entry_bound(tmp_path):
     for i in range(20):
         (tmp_path / f"f{i:02}").write_text("x")
-    listed = subprocess.run([sys.executable, "-I", "-c", _LISTER, str(tmp_path), "100", "5"],
-                            capture_output=True, text=True, check=True)
-    report = json.loads(listed.stdout)
-    assert len(report["entries"]) == 5 and report["errors"] == ["more entries than 5"]
+    bound = Bound(depth=100, entries=5)
+    listed = subprocess.run(lister_argv(sys.executable, str(tmp_path), bound), capture_output=True, check=True)
+    listing = parse_listing(listed.stdout, bound)
+    assert len(listing.entries) == 5 and "limits.workspace_files" in listing.over
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="handing files over to the sandbox user needs root")
