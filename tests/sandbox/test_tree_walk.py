@@ -6,7 +6,6 @@ docker workspace, and the cgroup kill and removal."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
