@@ -2,6 +2,7 @@
 
 Run: python bench/timing_stability.py [--task vectorization --task llama-inference] [--runs 20]
      [--busy 2] [--sandbox auto] [--cache DIR] [--raw FILE]
+     python bench/timing_stability.py --rescore FILE [FILE...]
 
 For each task (mini data, prepared into ``--cache``), the unchanged starter is snapshotted as a
 submission and graded ``--runs`` times through the harness's own grading path (measure step in a
@@ -9,7 +10,10 @@ fresh sandbox per execution, grader in its own process), while ``--busy`` CPU-bo
 started here and killed at the end, compete for the cores. Every score is printed with whether
 it lands inside the task's baseline tolerance around 1.0, and the wall-clock seconds of each
 grading; ``--raw`` writes every grading's timing record (CPU seconds per round) as JSON lines,
-to compare statistics offline. Nothing is asserted: the numbers are only printed, and the exit
+to compare statistics offline; ``--rescore`` reads such files back and scores every recorded
+grading again with the harness's current arithmetic (pytest_mlab/grading/timing.py), beside the
+score recorded when it ran, so a change of statistic is judged on the same executions. Nothing
+is asserted: the numbers are only printed, and the exit
 status is 1 when a score falls outside its tolerance.
 """
 
@@ -86,6 +90,28 @@ def bench_task(name: str, runs: int, sandbox: str, cache: Path, raw) -> list[boo
     return inside
 
 
+def rescore(files: list[Path]) -> dict[str, list[bool]]:
+    """Every grading recorded in ``files`` (``--raw`` output), scored again by Timing.relative."""
+    from pytest_mlab.grading.timing import Timing
+    from pytest_mlab.spec.project import Project
+
+    project = Project(REPO, REPO / "specs" / "actions", REPO / "agents", REPO / "specs" / "tasks")
+    results: dict[str, list[bool]] = {}
+    for path in files:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            name, timing = record["task"], record["timing"]
+            tolerance = project.task_from_file(REPO / "specs" / "tasks" / f"{name}.yaml").tolerance("mini")
+            score = Timing(timing["repeats"], tuple(timing["submission"]), tuple(timing["starter"]),
+                           tuple(timing["overhead"]), slow=bool(timing.get("slow"))).relative
+            ok = abs(score - 1.0) <= tolerance
+            results.setdefault(name, []).append(ok)
+            recorded = record["score"]
+            print(f"{name:16s} {len(results[name]):2d}  score {score:.3f}  {'inside' if ok else 'OUTSIDE'}"
+                  f"  (recorded {recorded:.3f}, {record['seconds']:.1f} s)")
+    return results
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", action="append", choices=TASKS, help="a task to bench (repeatable); default both")
@@ -94,7 +120,14 @@ def main() -> int:
     parser.add_argument("--sandbox", default="auto", help="the sandbox kind of the measure step (default auto)")
     parser.add_argument("--cache", type=Path, help="data cache folder (default: a temporary one)")
     parser.add_argument("--raw", type=Path, help="write every grading's timing record here (JSON lines)")
+    parser.add_argument("--rescore", type=Path, nargs="+", metavar="FILE",
+                        help="score the gradings recorded by --raw again with the current arithmetic; runs nothing")
     args = parser.parse_args()
+    if args.rescore:
+        rescored = rescore(args.rescore)
+        for name, inside in rescored.items():
+            print(f"{name}: {sum(inside)} of {len(inside)} inside the tolerance")
+        return 0 if all(all(inside) for inside in rescored.values()) else 1
     raw = open(args.raw, "w", encoding="utf-8") if args.raw else None
     results: dict[str, list[bool]] = {}
     with tempfile.TemporaryDirectory(prefix="mlab-bench-cache-") as default_cache, busy(args.busy):

@@ -13,9 +13,17 @@ from pytest_mlab.grading.timing import MIN_WORK_S, SLOW_BOUND, Timing, read_timi
 from tests.grading.support import measured_folder
 
 
-def test_relative_time_subtracts_start_up_from_the_fastest_of_each(tmp_path):
+def test_relative_time_subtracts_mean_start_up_from_the_mean_of_each(tmp_path):
     measured = measured_folder(tmp_path, submission=[1.2, 0.7, 0.9], starter=[2.4, 2.2, 2.6], overhead=[0.25, 0.2, 0.3])
-    assert relative_time(measured, "work.py") == pytest.approx((0.7 - 0.2) / (2.2 - 0.2))
+    assert relative_time(measured, "work.py") == pytest.approx((2.8 / 3 - 0.25) / (2.4 - 0.25))
+
+
+def test_one_lucky_execution_does_not_decide_the_score():
+    """A grading of llama-inference's unchanged starter against itself on a loaded 2-core machine
+    (bench/timing_stability.py): the starter's third execution ran undisturbed. The ratio of
+    minimums made that 1.39, outside the tolerance of 0.25; the ratio of means stays inside."""
+    timing = Timing(3, submission=(14.23, 17.29, 14.15), starter=(15.39, 14.87, 11.61), overhead=(5.91, 5.10, 6.05))
+    assert abs(timing.relative - 1.0) < 0.25
 
 
 def report(measured, subject: str, result: dict) -> None:
@@ -33,12 +41,12 @@ def test_on_a_gpu_the_harness_wall_clock_decides_and_nothing_the_submission_repo
                                       "overhead": [2.0, 3.0, 2.5]})
     report(measured, "submission", {"on_gpu": True, "gpu_seconds": 1e-9})
     report(measured, "starter", {"on_gpu": starter_on_gpu})
-    expected = (7.0 - 2.0) / (12.0 - 2.0) if starter_on_gpu else (50.0 - 5.0) / (40.0 - 5.0)
+    expected = (8.0 - 2.5) / (13.0 - 2.5) if starter_on_gpu else (50.0 - 5.0) / (40.0 - 5.0)
     assert relative_time(measured, "inference.py") == pytest.approx(expected)
 
 
 def test_the_starter_scores_one():
-    assert Timing(3, (2.0, 2.1, 2.2), (2.0, 2.3, 2.1), (0.1, 0.1, 0.1)).relative == pytest.approx(1.0)
+    assert Timing(3, (2.0, 2.1, 2.2), (2.2, 2.0, 2.1), (0.1, 0.1, 0.1)).relative == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize("submission", [0.2, 0.1, 0.05])
@@ -121,9 +129,11 @@ def test_a_submission_stopped_at_the_slow_bound_has_no_execution_to_check(tmp_pa
     assert [run.timed_out for run in executions(measured)] == [True]
 
 
-def test_the_fastest_of_each_side_decides_whatever_the_round(tmp_path):
-    """Noise only adds time: a starter disturbed in the round of the submission's fastest time does
-    not pull the ratio down, as a per-round pairing would."""
-    measured = measured_folder(tmp_path, submission=[2.1, 2.6, 2.0], starter=[2.0, 2.7, 2.9], overhead=[0.1] * 3)
-    assert relative_time(measured, "work.py") == pytest.approx(1.9 / 1.9)
+def test_every_round_counts_alike_whatever_its_place(tmp_path):
+    """The same executions in another order of rounds give the same score: no round is paired
+    with another side's round of the same place, so a disturbed round is shared out, not divided."""
+    first = measured_folder(tmp_path / "a", submission=[2.1, 2.6, 2.0], starter=[2.0, 2.7, 2.9], overhead=[0.1] * 3)
+    shuffled = measured_folder(tmp_path / "b", submission=[2.0, 2.1, 2.6], starter=[2.9, 2.0, 2.7], overhead=[0.1] * 3)
+    assert relative_time(first, "work.py") == pytest.approx(relative_time(shuffled, "work.py"))
+    assert relative_time(first, "work.py") == pytest.approx((6.7 / 3 - 0.1) / (7.6 / 3 - 0.1))
 
