@@ -14,12 +14,14 @@ is the ratio of their sums. Why means, not each side's fastest execution: under 
 execution's CPU seconds spread widely (cold caches after each switch, shared memory bandwidth, a
 virtual machine's stolen time), and the minimum of three draws is itself a noisy order statistic:
 one lucky execution of one side moves the score by the whole spread. Measured on the 2-core
-machine beside other work (bench/timing_stability.py, the unchanged starter graded against
-itself, 3 rounds): for llama-inference, whose executions took 11.6 to 17.7 CPU seconds, the
-scores of 11 gradings had a standard deviation of 0.156 as a ratio of minimums (one of them
-1.39, outside the tolerance of 0.25) and 0.079 as a ratio of means (all inside); for
-vectorization, at a load average of 12 to 22, the two spread alike (0.10 and 0.12 over 10
-gradings of the original batch, 0.13 and 0.13 over 20 of the mini batch). The numerator is at least :data:`MIN_WORK_S`: an execution that differs from the
+machine beside two busy processes and other work (bench/timing_stability.py, the unchanged
+starter graded against itself, 3 rounds, load average 4 to 20), llama-inference's executions took
+10.8 to 18.4 CPU seconds; over 20 gradings the ratio of minimums scored 0.76 to 1.39 (standard
+deviation 0.169, 2 outside the tolerance of 0.25) and the ratio of means, from the same
+executions, 0.81 to 1.15 (0.114, none outside). For vectorization the two spread alike (0.10 and
+0.12 over 10 gradings of the original batch, 0.13 and 0.13 over 20 of the mini batch, at a load
+average of 12 to 22).
+The numerator is at least :data:`MIN_WORK_S`: an execution that differs from the
 start-up by less than that is below what the measurement can resolve, and must not divide into
 ~0 or a negative number by chance. The number of rounds is fixed (``timing.repeats``): no round
 is added when the times disagree, so a grading's cost is known in advance.
