@@ -148,13 +148,17 @@ class TaskSpec:
         from a folder elsewhere says where it is); they are part of the recipe's fingerprint."""
         return {}
 
+    def needs_gpu(self, variant: str) -> bool:
+        """The task, or its data variant ``variant``, cannot run without a GPU."""
+        data = self.data.get(variant)
+        return self.requires.gpu or (data is not None and data.requires.gpu)
+
     def gpus_per_run(self, variant: str) -> int:
         """The GPUs one run holds where a cluster places it: ``limits.gpus``, else one when the task
         or its data variant needs a GPU, else none."""
         if self.limits.gpus is not None:
             return self.limits.gpus
-        data = self.data.get(variant)
-        return 1 if self.requires.gpu or (data is not None and data.requires.gpu) else 0
+        return 1 if self.needs_gpu(variant) else 0
 
     def with_prepared(self, hidden: Path) -> "TaskSpec":
         """The task as its runs see it once the data is prepared (``hidden``: the answers' folder):

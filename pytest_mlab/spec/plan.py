@@ -80,8 +80,7 @@ class RunPlan:
     @property
     def needs_gpu(self) -> bool:
         """The task, or its data variant, cannot run without a GPU (it waits for one)."""
-        variant = self.task.data.get(self.variant)
-        return self.task.requires.gpu or bool(variant and variant.requires.gpu)
+        return self.task.needs_gpu(self.variant)
 
     @property
     def gpus(self) -> int:
