@@ -82,16 +82,18 @@ def run_item(plan: RunPlan, nodeid: str, settings: Settings, *, session: str | N
             held = holding.enter_context(_lease_gpus(plan, gpu_pool, status))
             result = execute(plan, nodeid, console=console, session=session, budget=budget, status=status, gpus=held)
         except MlabError as exc:  # data preparation or the sandbox failed: the harness, not the agent
-            result = _harness_failed(plan, nodeid, exc, held)
+            result = _harness_failed(plan, nodeid, str(exc), held)
         if settings.score_steps and result.trace:
             status.phase(SCORING_STEPS)
             result = _with_step_scores(plan, result, held)
     return result
 
 
-def _harness_failed(plan: RunPlan, nodeid: str, exc: MlabError, gpus: tuple[str, ...] | None) -> RunResult:
-    return RunResult.crashed(RunIdentity.of_plan(plan, nodeid, resolve_kind(plan.sandbox), gpus), str(exc),
-                             judged=JudgedBy.of_plan(plan))
+def _harness_failed(plan: RunPlan, nodeid: str, detail: str, gpus: tuple[str, ...] | None,
+                    end_reason: EndReason = EndReason.CRASHED) -> RunResult:
+    """A run the harness could not carry out: data, the sandbox, or (HOST_LOST) the node it ran on."""
+    return RunResult.crashed(RunIdentity.of_plan(plan, nodeid, resolve_kind(plan.sandbox), gpus), detail,
+                             judged=JudgedBy.of_plan(plan), end_reason=end_reason)
 
 
 def _on_ray(plan: RunPlan, nodeid: str, settings: Settings, session: str | None) -> RunResult:
@@ -105,8 +107,7 @@ def _on_ray(plan: RunPlan, nodeid: str, settings: Settings, session: str | None)
         sent = run_on_ray(settings.ray, _run_on_node, (plan, nodeid, session, settings.score_steps),
                           Resources(gpus=plan.gpus, memory=plan.limits.memory))
     except HostLost as exc:
-        return RunResult.crashed(RunIdentity.of_plan(plan, nodeid, resolve_kind(plan.sandbox)), f"HostLost: {exc}",
-                                 judged=JudgedBy.of_plan(plan), end_reason=EndReason.HOST_LOST)
+        return _harness_failed(plan, nodeid, f"HostLost: {exc}", None, end_reason=EndReason.HOST_LOST)
     trace = plan.run_dir / "trace.jsonl"
     moved = {"run_dir": str(plan.run_dir), "trace": str(trace)}
     if sent.archive is not None:
@@ -132,7 +133,7 @@ def _run_on_node(plan: RunPlan, nodeid: str, session: str | None, score_steps: b
         try:
             result = execute(here, nodeid, session=session, gpus=gpus, node=f"ray:{node[:12]}")
         except MlabError as exc:
-            result = _harness_failed(here, nodeid, exc, gpus)
+            result = _harness_failed(here, nodeid, str(exc), gpus)
         if score_steps and result.trace:
             result = _with_step_scores(here, result, gpus)
         archive = pack(here.run_dir) if here.run_dir.is_dir() else None
