@@ -72,9 +72,10 @@ def _erase_from_start_block(names: set[str]) -> None:
     block = ctypes.string_at(start, end - start)
     offset = 0
     for entry in block.split(b"\0"):
-        name, equals, value = entry.partition(b"=")
-        if equals and value and name.decode("utf-8", "replace") in names and name.decode() not in os.environ:
-            ctypes.memset(start + offset + len(name) + 1, 0, len(value))
+        raw_name, equals, value = entry.partition(b"=")
+        name = raw_name.decode("utf-8", "replace")
+        if equals and value and name in names and name not in os.environ:
+            ctypes.memset(start + offset + len(raw_name) + 1, 0, len(value))
         offset += len(entry) + 1
 
 
