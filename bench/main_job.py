@@ -22,6 +22,7 @@ import argparse
 import datetime
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -98,7 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{datetime.date.today()}  {platform.node()}  {os.cpu_count()} CPUs  "
           f"{state} data cache  "
           f"{options.busy} busy processes beside it", flush=True)
-    wall, code, peak_mb = run_main_job(out, cache, options.busy, options.pytest_args)
+    try:
+        wall, code, peak_mb = run_main_job(out, cache, options.busy, options.pytest_args)
+    finally:
+        if options.cache is None:  # about 1 GB of mini data nobody asked to keep
+            shutil.rmtree(cache, ignore_errors=True)
     rows = item_times(out / "junit.xml")
     counts = Counter(outcome for _, _, outcome in rows)
     print(f"\nwall time: {wall:.0f} s ({wall / 60:.1f} min), exit code {code}: "
