@@ -13,6 +13,7 @@ import time
 import traceback
 from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -36,7 +37,7 @@ from pytest_mlab.results.resume import finished_result
 from pytest_mlab.results.signing import results_key, signed
 from pytest_mlab.sandbox import SandboxOptions, open_sandbox
 from pytest_mlab.sandbox.docker.hosts import DockerHost, forget_host
-from pytest_mlab.sandbox.gpus import GpuPool
+from pytest_mlab.sandbox.gpus import GpuClaim, GpuPool
 from pytest_mlab.sandbox.owner import owned_prefix
 from pytest_mlab.sandbox.registry import resolve_kind
 from pytest_mlab.sandbox.workspace import remove_tree
@@ -75,17 +76,18 @@ def run_item(plan: RunPlan, nodeid: str, settings: Settings, *, session: str | N
     # the live status the controller shows (see trace/progress.py); gone when the run is over
     with RunStatus.start(settings.out_dir, plan.run_dir.name, nodeid=nodeid, run_id=plan.run_id, session=session,
                          max_steps=plan.limits.max_steps) as status, ExitStack() as holding:
-        held = None  # --mlab-gpus: the GPU ids this run holds, grading included
+        claim = None  # --mlab-gpus: the GPUs this run holds, grading included
         try:
             if settings.ray:  # Ray places the run and gives it its GPUs: no lease here
                 return _on_ray(plan, nodeid, settings, session)
-            held = holding.enter_context(_lease_gpus(plan, gpu_pool, status))
-            result = execute(plan, nodeid, console=console, session=session, budget=budget, status=status, gpus=held)
+            claim = holding.enter_context(_claim_gpus(plan, gpu_pool, status))
+            result = execute(plan, nodeid, console=console, session=session, budget=budget, status=status,
+                             gpus=_held(claim), gpu_claim=claim)
         except MlabError as exc:  # data preparation or the sandbox failed: the harness, not the agent
-            result = _harness_failed(plan, nodeid, str(exc), held)
+            result = _harness_failed(plan, nodeid, str(exc), _held(claim))
         if settings.score_steps and result.trace:
             status.phase(SCORING_STEPS)
-            result = _with_step_scores(plan, result, held)
+            result = _with_step_scores(plan, result, _held(claim), claim)
     return result
 
 
@@ -143,23 +145,35 @@ def _run_on_node(plan: RunPlan, nodeid: str, session: str | None, score_steps: b
 
 
 @contextmanager
-def _lease_gpus(plan: RunPlan, pool: GpuPool | None, status: RunStatus) -> Iterator[tuple[str, ...] | None]:
+def _claim_gpus(plan: RunPlan, pool: GpuPool | None, status: RunStatus) -> Iterator[GpuClaim | None]:
     """The GPUs of the item while it runs: a task that needs one waits for a free one (its status
     says so), any other takes a free one or runs on the CPU at once. On a remote docker host the
-    GPUs are that host's own, listed there and shared out among the items on it."""
+    GPUs are that host's own, listed there and shared out among the items on it; leased on the host
+    the run starts on, and leased again on another if a sandbox of the run opens there."""
     if pool is None:
         yield None
         return
     host = _remote_docker_host(plan)
-    if host is not None:
-        from pytest_mlab.sandbox.docker.gpus import host_gpus
-
-        pool = pool.on_docker_host(host.name, lambda: host_gpus(host))
     required = plan.needs_gpu
-    with pool.lease(plan.run_id, required=required, on_wait=status.phase) as lease:
+    with GpuClaim(partial(_gpu_pool_of, pool), plan.run_id, required=required, on_wait=status.phase) as claim:
+        claim.ids_on(host)
         if required:  # it may have waited
             status.phase(SETTING_UP)
-        yield lease.ids
+        yield claim
+
+
+def _gpu_pool_of(pool: GpuPool, host: DockerHost | None) -> GpuPool:
+    """The pool a run's GPUs come from on ``host``: a remote docker host's own, else this machine's."""
+    if host is None or not host.remote:
+        return pool
+    from pytest_mlab.sandbox.docker.gpus import host_gpus
+
+    return pool.on_docker_host(host.name, lambda: host_gpus(host))
+
+
+def _held(claim: GpuClaim | None) -> tuple[str, ...] | None:
+    """The GPU ids a run holds now (None: no assignment was made)."""
+    return None if claim is None else claim.ids
 
 
 def _remote_docker_host(plan: RunPlan) -> DockerHost | None:
@@ -184,14 +198,15 @@ def _resumed(plan: RunPlan, nodeid: str) -> RunResult | None:
     return result
 
 
-def _with_step_scores(plan: RunPlan, result: RunResult, gpus: tuple[str, ...] | None) -> RunResult:
+def _with_step_scores(plan: RunPlan, result: RunResult, gpus: tuple[str, ...] | None,
+                      gpu_claim: GpuClaim | None = None) -> RunResult:
     """--mlab-score-steps: the best step's improvement; the run stands as graded if that fails."""
     from pytest_mlab.grading.rescore import score_steps
 
     try:
         data = prepare_data(plan.task, plan.variant, plan.cache_dir)
         scores = score_steps(plan.task, plan.run_dir, data, plan.baseline, sandbox=plan.sandbox,
-                             options=sandbox_options(plan, gpus))
+                             options=sandbox_options(plan, gpus, gpu_claim))
     except MlabError:
         return result  # only the curve is missing
     return replace(result, best_improvement=scores["best_improvement"])
@@ -199,13 +214,14 @@ def _with_step_scores(plan: RunPlan, result: RunResult, gpus: tuple[str, ...] | 
 
 def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | None = None,
             budget: Budget | None = None, status: RunStatus = QUIET, gpus: tuple[str, ...] | None = None,
-            node: str | None = None) -> RunResult:
+            gpu_claim: GpuClaim | None = None, node: str | None = None) -> RunResult:
     """``console``: the terminal for the ``human`` LLM and Request Help (None: sys.stdin/stdout).
     ``session``: the pytest session's id, written in the trace so that its controller finds this
     run's result on disk even when the report carrying it is lost (Ctrl-C, a dead worker).
     ``budget``: the session's --mlab-max-cost, charged by each paid LLM call of the run.
     ``status``: the run's live status, kept current through data preparation, steps and grading.
-    ``gpus``: the GPU ids the run holds (--mlab-gpus, or Ray's), for its sandboxes and its trace.
+    ``gpus``: the GPU ids the run holds (--mlab-gpus, or Ray's), for its sandboxes and its trace;
+    ``gpu_claim``: on a remote docker host, the claim that leases them on the host a sandbox opens on.
     ``node``: the cluster node running it (--mlab-ray), recorded as its host."""
     started = time.monotonic()
     data = prepare_data(plan.task, plan.variant, plan.cache_dir, notify=status.phase)
@@ -220,13 +236,14 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
     trace_path = run_dir / "trace.jsonl"
     read_only = ReadOnlyRules(frozenset(data_files), plan.task.read_only)
     bound = implementations(plan.actions)
-    options = sandbox_options(plan, gpus)
+    options = sandbox_options(plan, gpus, gpu_claim)
     # the store settles last, once the workspace and grading folders (links to the data) are gone
     with SnapshotStore(run_dir / "snapshots", data_digests=digests) as snapshots, \
             TraceWriter(trace_path, observer=status.observe) as trace, \
             open_sandbox(plan.sandbox, options=options) as sandbox, ExitStack() as after_ctrl_c:
         host = getattr(getattr(sandbox, "host", None), "name", None) or node  # docker: the daemon that runs it
-        identity, judged = RunIdentity.of_plan(plan, nodeid, sandbox.name, gpus, host), JudgedBy.of_plan(plan)
+        held = sandbox.options.gpus if gpu_claim is not None else gpus  # the ids leased on the sandbox's host
+        identity, judged = RunIdentity.of_plan(plan, nodeid, sandbox.name, held, host), JudgedBy.of_plan(plan)
         trace.write({"type": "run", "session": session, **identity.to_record(), **judged.to_record(),
                      "limits": vars(plan.limits),
                      "actions": [a.name for a in plan.actions], "data_files": data_files})
@@ -299,9 +316,10 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
     return result
 
 
-def sandbox_options(plan: RunPlan, gpus: tuple[str, ...] | None = None) -> SandboxOptions:
+def sandbox_options(plan: RunPlan, gpus: tuple[str, ...] | None = None,
+                    gpu_claim: GpuClaim | None = None) -> SandboxOptions:
     """The task's limits and run-time requirements, and the run's GPUs, as the sandbox backends take them."""
-    return replace(SandboxOptions.for_task(plan.task, plan.limits, plan.run_id), gpus=gpus)
+    return replace(SandboxOptions.for_task(plan.task, plan.limits, plan.run_id), gpus=gpus, gpu_claim=gpu_claim)
 
 
 def _populate(sandbox, plan: RunPlan, public: Path, data_files: list[str]) -> None:

@@ -4,7 +4,7 @@ pytest-mlab's plugin is active in the test session itself (it is installed), so 
 session would keep its results and its data cache where a user's ``pytest specs/`` keeps them:
 ``mlab-results/`` in the checkout and ``~/.cache/pytest-mlab``. Here every process of the test session (the controller and each xdist worker) points
 those defaults at one scratch folder of its own, made when the session starts and removed when it
-ends. An explicit ``--mlab-out`` or ``--mlab-cache`` is kept as given.
+ends; the machine's lock folder (``PYTEST_MLAB_LOCKS``) too. An explicit ``--mlab-out`` or ``--mlab-cache`` is kept as given.
 
 Sub-runs (pytester) already pass their own folders.
 """
@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_mlab.sandbox.host_locks import LOCKS_VARIABLE
+
 SCRATCH_VARIABLE = "PYTEST_MLAB_TESTS_SCRATCH"
 
 
@@ -30,6 +32,8 @@ def session_scratch() -> Path:
     if SCRATCH_VARIABLE not in os.environ:
         _made_here.append(Path(tempfile.mkdtemp(prefix="pytest-mlab-tests-")))
         os.environ[SCRATCH_VARIABLE] = str(_made_here[-1])
+        # the machine's lock folder (GPUs, docker hosts): the session's own, never the user's
+        os.environ[LOCKS_VARIABLE] = str(_made_here[-1] / "locks")
     return Path(os.environ[SCRATCH_VARIABLE])
 
 
@@ -47,3 +51,4 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if _made_here and os.environ.get(SCRATCH_VARIABLE) == str(_made_here[-1]):
         shutil.rmtree(_made_here.pop(), ignore_errors=True)
         del os.environ[SCRATCH_VARIABLE]
+        os.environ.pop(LOCKS_VARIABLE, None)

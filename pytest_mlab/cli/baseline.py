@@ -282,7 +282,7 @@ def measure(root: Path, name: str, variant: str, runs: int, sandbox: str, cache:
     agent = project.agent("baseline", wanted_by=("pytest-mlab baseline", None, ""))
     settings = Settings(agents=("baseline",), agents_source="pytest-mlab baseline", llm=None, seeds=runs,
                         variant=variant, sandbox=sandbox, out_dir=out, cache_dir=cache)
-    pool = GpuPool.in_results(out, None)  # every GPU here, one per run: the paper ran starters on a GPU
+    pool = GpuPool.on_this_machine(None)  # every GPU here, one per run: the paper ran starters on a GPU
     scores = []
     for plan in compile_plans(task, [(agent, project.agent_actions(agent))], settings):
         with pool.lease(plan.run_id, required=plan.needs_gpu) as lease:

@@ -76,7 +76,7 @@ def activate(config: pytest.Config, session: pytest.Session | None = None) -> No
     try:
         settings = read_settings(config)
         skips_allowed = allow_skips(config)
-        config.stash[GPU_POOL] = gpu_pool(config, settings.out_dir)
+        config.stash[GPU_POOL] = gpu_pool(config)
         config.stash[DOCKER_HOSTS] = docker_hosts(config, settings.sandbox)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None

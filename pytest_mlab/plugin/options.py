@@ -196,11 +196,11 @@ def docker_hosts(config: pytest.Config, sandbox: str) -> tuple[DockerHost, ...]:
     return hosts
 
 
-def gpu_pool(config: pytest.Config, out_dir: Path) -> GpuPool:
+def gpu_pool(config: pytest.Config) -> GpuPool:
     """--mlab-gpus: GPU indexes missing on this machine are a usage error before anything runs."""
     from pytest_mlab.sandbox.gpus import GpuPool, parse_gpus
 
-    return GpuPool.in_results(out_dir, parse_gpus(*_value(config, "mlab_gpus", "auto")))
+    return GpuPool.on_this_machine(parse_gpus(*_value(config, "mlab_gpus", "auto")))
 
 
 PROGRESS_MODES = ("auto", "on", "off")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -11,6 +11,7 @@ from pytest_mlab.sandbox.tree_walk import Bound
 from pytest_mlab.spec.models import DEFAULT_WORKSPACE_DEPTH, DEFAULT_WORKSPACE_FILES
 
 if TYPE_CHECKING:
+    from pytest_mlab.sandbox.gpus import GpuClaim
     from pytest_mlab.spec.models import Limits, TaskSpec
 
 
@@ -59,6 +60,9 @@ class SandboxOptions:
     # the GPUs (nvidia-smi indexes) the item holds (--mlab-gpus, see gpus.py); () none, so its code
     # sees none; None: no assignment was made (a sandbox opened outside a session), see passes_gpus
     gpus: tuple[str, ...] | None = None
+    # on a remote docker host: the run's claim on GPUs, which replaces ``gpus`` by the ids leased on
+    # the host the sandbox opens on (a sandbox of the run may open on another host than the first)
+    gpu_claim: GpuClaim | None = field(default=None, compare=False, repr=False)
     label: str = ""  # the run id, for naming/labelling containers and temp folders
     image: str | None = None  # docker only: the task's image (None: the default host-runtime image)
     dockerfile: Path | None = None  # docker only: a Dockerfile to build the task's image from

@@ -1,8 +1,9 @@
 """GPUs per item (``--mlab-gpus``): which GPUs a session may use, and which of them each running
 item holds, for its whole run, grading included.
 
-xdist workers are separate processes, so they agree through files in the results folder, one
-folder per host: ``gpu-<id>.lock`` per GPU, held with an exclusive ``flock`` for as long as an
+xdist workers and other sessions on the machine are separate processes, so they agree through
+files in the machine's lock folder (:mod:`.host_locks`), one folder per machine or docker host
+whose GPUs are shared out: ``gpu-<id>.lock`` per GPU, held with an exclusive ``flock`` for as long as an
 item holds that GPU (the kernel releases it when the holder dies, so a killed worker frees its
 GPU), and ``queue/``, one file per item waiting for a GPU, also ``flock``-held by its waiter.
 Every decision is taken under ``pool.lock``, so waiting is fair: the oldest live waiter gets the
@@ -14,6 +15,7 @@ Nothing here imports torch or docker: GPUs are listed with ``nvidia-smi`` and kn
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import functools
 import json
@@ -28,10 +30,11 @@ from pathlib import Path
 from typing import IO, Callable, Iterator
 
 from pytest_mlab.errors import SandboxError, UsageError
-from pytest_mlab.sandbox.host_locks import host_lock_folder
+from pytest_mlab.sandbox.host_locks import machine_lock_folder, make_shared, open_lock_file
 
 AUTO, NONE = "auto", "none"
-LOCK_DIR = ".gpus"  # in the results folder
+LOCK_DIR = "gpus"  # in the machine's lock folder
+THIS_MACHINE = "this-machine"  # the folder of this machine's own GPUs, beside one per remote docker host
 POLL = 0.5  # seconds between two looks of a waiting item
 LIST_TIMEOUT = 10.0  # seconds for nvidia-smi to list the GPUs
 CHOICES = "auto, none, a count such as 2, or GPU indexes such as 0,1 (one GPU by index: 3,)"
@@ -127,6 +130,48 @@ class Lease:
         self.close()
 
 
+_NOWHERE = object()  # a claim that holds no lease anywhere
+
+
+class GpuClaim:
+    """The GPUs a run holds on the machine its sandboxes run on, for a run whose sandboxes may move
+    (a remote docker host that stops answering is left for another). GPU ids name one machine's
+    GPUs, so when a sandbox of the run opens on another host, the claim lets the first host's GPUs
+    go and leases the new host's: a run never passes ids leased on one host to another host, where
+    another run may hold them."""
+
+    def __init__(self, pool_of: Callable[[object], "GpuPool"], label: str, *, required: bool,
+                 on_wait: Callable[[str], None] | None = None) -> None:
+        self._pool_of, self._label, self._required, self._on_wait = pool_of, label, required, on_wait
+        self._where: object = _NOWHERE
+        self._lease = Lease()
+
+    def ids_on(self, where: object) -> tuple[str, ...]:
+        """The GPU ids the run holds on ``where`` (a remote host; None: this machine), leased there
+        first if it held them elsewhere."""
+        if where != self._where:
+            self._lease.close()
+            self._where = _NOWHERE
+            self._lease = self._pool_of(where).lease(self._label, required=self._required, on_wait=self._on_wait)
+            self._where = where
+        return self._lease.ids
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """The GPU ids held now, on the host they were last leased on."""
+        return self._lease.ids
+
+    def close(self) -> None:
+        self._lease.close()
+        self._where = _NOWHERE
+
+    def __enter__(self) -> "GpuClaim":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 @dataclass(frozen=True)
 class GpuPool:
     """The GPUs a session hands out, and the folder where its processes agree on who holds which.
@@ -138,10 +183,10 @@ class GpuPool:
     poll: float = POLL
 
     @classmethod
-    def in_results(cls, out_dir: Path, ids: tuple[str, ...] | None) -> "GpuPool":
-        """The pool of a session writing to ``out_dir``: its locks are per host, so sessions on other
-        machines that share the folder do not hold this machine's GPUs."""
-        return cls(host_lock_folder(out_dir, LOCK_DIR), ids)
+    def on_this_machine(cls, ids: tuple[str, ...] | None) -> "GpuPool":
+        """The pool of this machine's GPUs, agreed on with every session here, whatever its results
+        folder: two sessions never hand one GPU to two runs."""
+        return cls(machine_lock_folder(LOCK_DIR, THIS_MACHINE), ids)
 
     def on_docker_host(self, host: str, listed: Callable[[], tuple[str, ...]]) -> "GpuPool":
         """The pool of a remote docker host's own GPUs (``listed``: its indexes, asked only for
@@ -167,7 +212,7 @@ class GpuPool:
                                    f"(--mlab-gpus, {self.per_item} per item); --mlab-gpus=auto gives it every GPU "
                                    "nvidia-smi lists")
             return Lease()
-        self.folder.mkdir(parents=True, exist_ok=True)
+        make_shared(self.folder)
         with self._deciding():
             if not _live_waiters(self.folder):
                 held = self._take(label, gpus)
@@ -203,7 +248,7 @@ class GpuPool:
     @contextmanager
     def _deciding(self) -> Iterator[None]:
         """Only one process of the session decides at a time (held for milliseconds)."""
-        with open(self.folder / "pool.lock", "a") as handle:
+        with open_lock_file(self.folder / "pool.lock") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             yield
 
@@ -211,11 +256,11 @@ class GpuPool:
         """``per_item`` free GPUs, locked and marked as ``label``'s; None (nothing kept) when fewer are free."""
         held: dict[str, IO[str]] = {}
         for gpu in gpus:
-            handle = open(self.folder / f"gpu-{gpu}.lock", "a+")
+            handle = open_lock_file(self.folder / f"gpu-{gpu}.lock")
             if not _try_lock(handle):
                 handle.close()
                 continue
-            handle.truncate(0)
+            handle.truncate(0)  # at position 0: just opened
             handle.write(json.dumps({"run": label, "pid": os.getpid()}) + "\n")
             handle.flush()
             held[gpu] = handle
@@ -237,8 +282,8 @@ def _join_queue(folder: Path) -> IO[str]:
     """A waiter's place in line: a file named by when it came, locked for as long as it waits
     (called while deciding, so nobody takes the new file for a dead waiter's)."""
     queue = folder / "queue"
-    queue.mkdir(exist_ok=True)
-    handle = open(queue / f"{time.time_ns():020d}-{os.getpid()}", "w")
+    make_shared(queue)
+    handle = open_lock_file(queue / f"{time.time_ns():020d}-{os.getpid()}")
     fcntl.flock(handle, fcntl.LOCK_EX)
     return handle
 
@@ -266,7 +311,8 @@ def _live_waiters(folder: Path) -> list[str]:
             continue
         with handle:
             if _try_lock(handle):  # nobody holds it: its waiter is gone
-                os.unlink(path)
+                with contextlib.suppress(OSError):  # another user's, in a shared folder: skipped, not removed
+                    os.unlink(path)
             else:
                 alive.append(name)
     return alive

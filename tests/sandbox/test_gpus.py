@@ -20,6 +20,7 @@ from pytest_mlab.errors import SandboxError, UsageError
 from pytest_mlab.sandbox import SandboxOptions, open_sandbox
 from pytest_mlab.sandbox import gpus as gpus_module
 from pytest_mlab.sandbox.gpus import GpuPool, cuda_environment, list_gpus, parse_gpus
+from pytest_mlab.sandbox.host_locks import locks_root
 from pytest_mlab.sandbox.registry import sandbox_unavailable
 from tests.helpers import assert_no_traceback, output_of, read_results, run_specs
 
@@ -285,7 +286,7 @@ def test_a_killed_waiter_does_not_hold_up_the_line(tmp_path: Path, workers) -> N
 
 
 def test_a_waiting_run_says_so_in_its_status(tmp_path: Path) -> None:
-    from pytest_mlab.runner import _lease_gpus
+    from pytest_mlab.runner import _claim_gpus
     from pytest_mlab.trace.progress import SETTING_UP, RunStatus, read_statuses
 
     plan = SimpleNamespace(run_id="t[mini-a-s0]", needs_gpu=True)  # as a task whose variant needs one
@@ -294,8 +295,8 @@ def test_a_waiting_run_says_so_in_its_status(tmp_path: Path) -> None:
     got = []
     with RunStatus.start(tmp_path, "t", nodeid="n", run_id=plan.run_id, session="s", max_steps=3) as status:
         def run() -> None:
-            with _lease_gpus(plan, gpus, status) as ids:
-                got.append(ids)
+            with _claim_gpus(plan, gpus, status) as claim:
+                got.append(claim.ids)
 
         thread = threading.Thread(target=run)
         thread.start()
@@ -434,9 +435,9 @@ def test_a_run_holds_its_gpu_its_code_sees_it_and_the_results_say_which(pytester
     records = [json.loads(line) for line in Path(run["trace"]).read_text().splitlines()]
     assert records[0]["type"] == "run" and records[0]["gpus"] == ["2"]
     assert "cuda: '2'" in Path(run["trace"]).read_text()
-    locks = toy_project / "mlab-results" / gpus_module.LOCK_DIR
-    (lock,) = locks.glob("*/gpu-2.lock")
+    lock = locks_root() / gpus_module.LOCK_DIR / gpus_module.THIS_MACHINE / "gpu-2.lock"
     assert lock.read_text() == ""  # released once graded
+    assert not (toy_project / "mlab-results" / ".gpus").exists()  # the machine's lock, not the results folder's
 
     result = run_specs(pytester, "--agent=reference", "--sandbox=local", "--mlab-gpus=none", cache_dir=mlab_cache)
     result.assert_outcomes(passed=1)
@@ -468,16 +469,69 @@ def test_a_remote_docker_host_shares_out_its_own_gpus(tmp_path: Path, monkeypatc
     first = SimpleNamespace(run_id="t[mini-a-s0]", needs_gpu=True, sandbox="docker")
     second = SimpleNamespace(run_id="t[mini-a-s1]", needs_gpu=True, sandbox="docker")
     with RunStatus.start(tmp_path, "t", nodeid="n", run_id="r", session="s", max_steps=3) as status:
-        with runner._lease_gpus(first, session, status) as one, runner._lease_gpus(second, session, status) as two:
-            assert {one, two} == {("0",), ("1",)}
+        with runner._claim_gpus(first, session, status) as one, runner._claim_gpus(second, session, status) as two:
+            assert {one.ids, two.ids} == {("0",), ("1",)}
             assert sorted(os.listdir(tmp_path / ".gpus" / "docker-tcp_gpu-box_2376")) == ["gpu-0.lock", "gpu-1.lock",
                                                                                             "pool.lock"]
         with pytest.raises(SandboxError, match="needs a GPU"):  # none: none, on every host
-            with runner._lease_gpus(first, pool(tmp_path / "none", ()), status):
+            with runner._claim_gpus(first, pool(tmp_path / "none", ()), status):
                 pass
         with pytest.raises(SandboxError, match="needs a GPU"):  # a local run still leases this machine's
-            with runner._lease_gpus(SimpleNamespace(run_id="u", needs_gpu=True, sandbox="local"), session, status):
+            with runner._claim_gpus(SimpleNamespace(run_id="u", needs_gpu=True, sandbox="local"), session, status):
                 pass
+
+
+def test_a_run_whose_sandbox_moves_to_another_host_holds_that_hosts_gpus_and_frees_the_first(
+        tmp_path: Path, monkeypatch) -> None:
+    """GPU ids name one host's GPUs: a run leased GPU 0 on host A, A stopped answering, and its
+    grading opens on host B. Passing A's ids to B would double-book B's GPU 0."""
+    from pytest_mlab import runner
+    from pytest_mlab.sandbox.docker import gpus as docker_gpus
+    from pytest_mlab.sandbox.docker import hosts as docker_hosts
+    from pytest_mlab.trace.progress import RunStatus
+
+    first, second = docker_hosts.DockerHost("tcp://gpu-a:2376"), docker_hosts.DockerHost("tcp://gpu-b:2376")
+    monkeypatch.setattr(docker_hosts, "current_host", lambda: first)
+    monkeypatch.setattr(docker_gpus, "host_gpus", lambda host: ("0",))  # one GPU on each host
+    session = pool(tmp_path / "gpus" / "this-machine", None)
+    on_first, on_second = (session.on_docker_host(host.name, lambda: ("0",)) for host in (first, second))
+    plan = SimpleNamespace(run_id="t[mini-a-s0]", needs_gpu=True, sandbox="docker")
+    with RunStatus.start(tmp_path, "t", nodeid="n", run_id="r", session="s", max_steps=3) as status, \
+            runner._claim_gpus(plan, session, status) as claim:
+        assert claim.ids == ("0",)
+        with on_first.lease("other", required=False) as other:
+            assert other.ids == ()  # A's GPU is the run's
+        assert claim.ids_on(docker_gpus.gpu_machine(first)) == ("0",)  # the same host: the same lease
+        assert claim.ids_on(docker_gpus.gpu_machine(second)) == ("0",)  # B's GPU 0, leased on B
+        with on_second.lease("other", required=False) as other:
+            assert other.ids == ()
+        with on_first.lease("other", required=False) as other:
+            assert other.ids == ("0",)  # A's is free again
+    with on_second.lease("other", required=False) as other:
+        assert other.ids == ("0",)  # the run is over: B's is free too
+
+
+@pytest.mark.slow
+def test_a_docker_sandbox_runs_with_the_gpus_its_claim_holds_on_its_own_host(tmp_path: Path, four_gpus) -> None:
+    """The sandbox takes its GPU ids from the claim for the machine it opened on, not the ids
+    the run was given before it opened."""
+    reason = sandbox_unavailable("docker")
+    if reason:
+        pytest.skip(f"docker cannot run here: {reason}")
+    from pytest_mlab.sandbox.docker import hosts as docker_hosts
+    from pytest_mlab.sandbox.gpus import GpuClaim
+
+    remote = docker_hosts.DockerHost("tcp://gpu-a:2376")
+    here = pool(tmp_path / "gpus" / "this-machine", None)  # auto: the four the fake nvidia-smi lists
+    on_remote = here.on_docker_host(remote.name, lambda: ("0",))
+    with GpuClaim(lambda where: here if where is None else on_remote, "t[mini-a-s0]", required=False) as claim:
+        with here.lease("other", required=False) as other:  # this machine's GPU 0 is another run's
+            assert claim.ids_on(remote) == ("0",)  # leased on the remote host first
+            options = SandboxOptions(gpus=claim.ids, gpu_claim=claim, label="t[mini-a-s0]")
+            with open_sandbox("docker", options=options) as box:  # but it opens on the local daemon
+                assert box.options.gpus == ("1",) and other.ids == ("0",)
+            with on_remote.lease("third", required=False) as third:
+                assert third.ids == ("0",)  # the remote host's GPU was let go
 
 
 def test_a_remote_hosts_gpus_are_listed_by_its_own_nvidia_smi(monkeypatch) -> None:

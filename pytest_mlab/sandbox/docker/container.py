@@ -30,6 +30,7 @@ import socket
 import stat
 import time
 import weakref
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -41,7 +42,7 @@ from pytest_mlab.sandbox.docker.conventions import (HOME, LABEL, LEASE_GRACE, LE
                                                     SANDBOX_UID)
 from pytest_mlab.sandbox.docker.daemon import connect
 from pytest_mlab.sandbox.docker.data_volumes import lease_until
-from pytest_mlab.sandbox.docker.gpus import device_requests
+from pytest_mlab.sandbox.docker.gpus import device_requests, gpu_machine
 from pytest_mlab.sandbox.docker.hosts import current_host, host_answers
 from pytest_mlab.sandbox.docker.image import DEFAULT_IMAGE, ensure_image, host_init, host_python, uses_host_runtime
 from pytest_mlab.sandbox.environ import clean_environment
@@ -71,6 +72,8 @@ class ContainerSandbox(OnHostWorkspace, Sandbox):
         self.options = options or SandboxOptions()
         self._base_env = dict(base_env or {})
         self.host = current_host()
+        if self.options.gpu_claim is not None:  # the run's GPUs are those of the machine it runs on
+            self.options = replace(self.options, gpus=self.options.gpu_claim.ids_on(gpu_machine(self.host)))
         self._client = connect()
         self.image = self._image(image)
         self._host_runtime = uses_host_runtime(self._client, self.image)

@@ -39,6 +39,12 @@ def device_requests(client: Any, options: SandboxOptions) -> list[Any]:
     return [DeviceRequest(device_ids=list(options.gpus), capabilities=[["gpu"]])]
 
 
+def gpu_machine(host: DockerHost) -> DockerHost | None:
+    """Whose GPUs a container on ``host`` gets: a remote host's own; a local daemon's are this
+    machine's (None)."""
+    return host if host.remote else None
+
+
 @functools.lru_cache(maxsize=None)
 def host_gpus(host: DockerHost) -> tuple[str, ...]:
     """The indexes of a remote host's GPUs, as its own ``nvidia-smi`` lists them in a short-lived

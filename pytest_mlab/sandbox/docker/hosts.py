@@ -20,15 +20,14 @@ import hashlib
 import os
 import re
 import shutil
-import tempfile
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Iterator, Sequence
 from urllib.parse import urlparse
 
 from pytest_mlab.errors import SandboxError, UsageError
+from pytest_mlab.sandbox.host_locks import machine_lock_folder, make_shared, open_lock_file
 
 LOCAL_SCHEMES = ("unix", "npipe")
 REMOTE_SCHEMES = ("tcp", "ssh", "http", "https")
@@ -159,10 +158,10 @@ def host_lock(host: DockerHost, what: str) -> Iterator[None]:
     """Exclusive among this machine's processes (the xdist workers) for one thing on one host:
     sending a data volume or building an image happens once per host, not once per worker. The
     kernel releases the lock when its holder dies."""
-    folder = Path(tempfile.gettempdir()) / "pytest-mlab-host-locks"
-    folder.mkdir(mode=0o700, exist_ok=True)
+    folder = machine_lock_folder("docker-hosts")
+    make_shared(folder)
     key = hashlib.sha256(f"{host.effective_url}\0{what}".encode()).hexdigest()[:32]
-    with open(folder / f"{key}.lock", "w") as handle:
+    with open_lock_file(folder / f"{key}.lock") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         yield
 
