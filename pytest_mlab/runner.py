@@ -155,20 +155,24 @@ def _claim_gpus(plan: RunPlan, pool: GpuPool | None, status: RunStatus) -> Itera
         return
     host = _remote_docker_host(plan)
     required = plan.needs_gpu
-    with GpuClaim(partial(_gpu_pool_of, pool), plan.run_id, required=required, on_wait=status.phase) as claim:
+    pool_of = partial(_gpu_pool_of, pool, getattr(plan, "limits", None))
+    with GpuClaim(pool_of, plan.run_id, required=required, on_wait=status.phase) as claim:
         claim.ids_on(host)
         if required:  # it may have waited
             status.phase(SETTING_UP)
         yield claim
 
 
-def _gpu_pool_of(pool: GpuPool, host: DockerHost | None) -> GpuPool:
-    """The pool a run's GPUs come from on ``host``: a remote docker host's own, else this machine's."""
+def _gpu_pool_of(pool: GpuPool, limits: Any, host: DockerHost | None) -> GpuPool:
+    """The pool a run's GPUs come from on ``host``: a remote docker host's own (held on the host
+    too, for as long as a run of ``limits.max_time`` may last), else this machine's."""
     if host is None or not host.remote:
         return pool
+    from pytest_mlab.sandbox.docker.gpu_leases import host_gpu_guard
     from pytest_mlab.sandbox.docker.gpus import host_gpus
 
-    return pool.on_docker_host(host.name, lambda: host_gpus(host))
+    return pool.on_docker_host(host.name, lambda: host_gpus(host),
+                               guard=host_gpu_guard(host, getattr(limits, "max_time", None)))
 
 
 def _held(claim: GpuClaim | None) -> tuple[str, ...] | None:

@@ -108,13 +108,18 @@ def cuda_environment(ids: tuple[str, ...] | None) -> dict[str, str]:
 
 
 class Lease:
-    """The GPUs one item holds; released by :meth:`close` (or by the kernel, if the process dies)."""
+    """The GPUs one item holds; released by :meth:`close` (or by the kernel, if the process dies).
+    ``let_go``: what releases each GPU's hold on a remote docker host (see ``GpuPool.guard``)."""
 
-    def __init__(self, held: dict[str, IO[str]] | None = None) -> None:
+    def __init__(self, held: dict[str, IO[str]] | None = None, let_go: list[Callable[[], None]] | None = None) -> None:
         self._held = dict(held or {})
+        self._let_go = list(let_go or [])
         self.ids: tuple[str, ...] = tuple(self._held)
 
     def close(self) -> None:
+        for release in self._let_go:  # before the lock files: a local waiter then finds the host's hold gone
+            release()
+        self._let_go.clear()
         for handle in self._held.values():
             try:
                 handle.truncate(0)  # no stale holder in the file once it is free
@@ -175,12 +180,15 @@ class GpuClaim:
 @dataclass(frozen=True)
 class GpuPool:
     """The GPUs a session hands out, and the folder where its processes agree on who holds which.
-    ``ids`` None: every GPU ``nvidia-smi`` lists (``auto``)."""
+    ``ids`` None: every GPU ``nvidia-smi`` lists (``auto``). ``guard``: for a remote docker host's
+    GPUs, ``guard(gpu, run)`` holds a GPU the lock files gave on the host itself, so controllers on
+    other machines see it; it returns what lets the GPU go, or None where one of them holds it."""
 
     folder: Path
     ids: tuple[str, ...] | None = None
     per_item: int = 1
     poll: float = POLL
+    guard: Callable[[str, str], Callable[[], None] | None] | None = None
 
     @classmethod
     def on_this_machine(cls, ids: tuple[str, ...] | None) -> "GpuPool":
@@ -188,12 +196,15 @@ class GpuPool:
         folder: two sessions never hand one GPU to two runs."""
         return cls(machine_lock_folder(LOCK_DIR, THIS_MACHINE), ids)
 
-    def on_docker_host(self, host: str, listed: Callable[[], tuple[str, ...]]) -> "GpuPool":
+    def on_docker_host(self, host: str, listed: Callable[[], tuple[str, ...]],
+                       guard: Callable[[str, str], Callable[[], None] | None] | None = None) -> "GpuPool":
         """The pool of a remote docker host's own GPUs (``listed``: its indexes, asked only for
-        ``auto``), agreed on in a folder of that host's; ``none`` stays none, and counts or
-        indexes name this machine's GPUs, so they give a remote host none of its own."""
+        ``auto``), agreed on in a folder of that host's and, through ``guard``, on the host itself;
+        ``none`` stays none, and counts or indexes name this machine's GPUs, so they give a remote
+        host none of its own."""
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", host)
-        return replace(self, folder=self.folder.parent / f"docker-{slug}", ids=listed() if self.ids is None else ())
+        return replace(self, folder=self.folder.parent / f"docker-{slug}", ids=listed() if self.ids is None else (),
+                       guard=guard)
 
     @property
     def gpus(self) -> tuple[str, ...]:
@@ -215,9 +226,9 @@ class GpuPool:
         make_shared(self.folder)
         with self._deciding():
             if not _live_waiters(self.folder):
-                held = self._take(label, gpus)
-                if held is not None or not required:
-                    return Lease(held)
+                taken = self._take(label, gpus)
+                if taken is not None or not required:
+                    return taken or Lease()
             elif not required:  # waiting items come first
                 return Lease()
             ticket = _join_queue(self.folder)
@@ -235,9 +246,9 @@ class GpuPool:
             with self._deciding():
                 waiters = _live_waiters(self.folder)
                 if waiters and waiters[0] == Path(ticket.name).name:
-                    held = self._take(label, gpus)
-                    if held is not None:
-                        return Lease(held)
+                    taken = self._take(label, gpus)
+                    if taken is not None:
+                        return taken
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 with self._deciding():
@@ -252,21 +263,28 @@ class GpuPool:
             fcntl.flock(handle, fcntl.LOCK_EX)
             yield
 
-    def _take(self, label: str, gpus: tuple[str, ...]) -> dict[str, IO[str]] | None:
+    def _take(self, label: str, gpus: tuple[str, ...]) -> Lease | None:
         """``per_item`` free GPUs, locked and marked as ``label``'s; None (nothing kept) when fewer are free."""
         held: dict[str, IO[str]] = {}
+        let_go: list[Callable[[], None]] = []
         for gpu in gpus:
             handle = open_lock_file(self.folder / f"gpu-{gpu}.lock")
             if not _try_lock(handle):
                 handle.close()
                 continue
+            if self.guard is not None:
+                release = self.guard(gpu, label)
+                if release is None:  # a session of another machine holds it on the host
+                    handle.close()
+                    continue
+                let_go.append(release)
             handle.truncate(0)  # at position 0: just opened
             handle.write(json.dumps({"run": label, "pid": os.getpid()}) + "\n")
             handle.flush()
             held[gpu] = handle
             if len(held) == self.per_item:
-                return held
-        Lease(held).close()
+                return Lease(held, let_go)
+        Lease(held, let_go).close()
         return None
 
 

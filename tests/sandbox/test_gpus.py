@@ -454,6 +454,23 @@ def test_xdist_workers_share_the_machines_gpus(pytester, toy_project, mlab_cache
 
 
 
+def hosts_that_hold_gpus(monkeypatch) -> dict:
+    """Docker hosts' own GPU holds (gpu_leases.py), kept in a dict: {(host, gpu): run}."""
+    from pytest_mlab.sandbox.docker import gpu_leases
+
+    held: dict = {}
+
+    def take(host, gpu, run, seconds):
+        assert seconds > 3600
+        if (host, gpu) in held:
+            return None
+        held[host, gpu] = run
+        return lambda: held.pop((host, gpu))
+
+    monkeypatch.setattr(gpu_leases, "take_gpu", take)
+    return held
+
+
 def test_a_remote_docker_host_shares_out_its_own_gpus(tmp_path: Path, monkeypatch) -> None:
     """Runs on a remote host lease that host's GPUs (listed there), in a folder of its own; a
     controller without GPUs drives it, and --mlab-gpus=none still means none."""
@@ -464,6 +481,7 @@ def test_a_remote_docker_host_shares_out_its_own_gpus(tmp_path: Path, monkeypatc
 
     remote = docker_hosts.DockerHost("tcp://gpu-box:2376")
     monkeypatch.setattr(docker_hosts, "current_host", lambda: remote)
+    held_on_hosts = hosts_that_hold_gpus(monkeypatch)
     monkeypatch.setattr(docker_gpus, "host_gpus", lambda host: ("0", "1") if host == remote else ())
     session = pool(tmp_path / ".gpus" / "controller", None)  # auto, and this machine has no GPU
     first = SimpleNamespace(run_id="t[mini-a-s0]", needs_gpu=True, sandbox="docker")
@@ -473,6 +491,9 @@ def test_a_remote_docker_host_shares_out_its_own_gpus(tmp_path: Path, monkeypatc
             assert {one.ids, two.ids} == {("0",), ("1",)}
             assert sorted(os.listdir(tmp_path / ".gpus" / "docker-tcp_gpu-box_2376")) == ["gpu-0.lock", "gpu-1.lock",
                                                                                             "pool.lock"]
+            assert held_on_hosts == {(remote, "0"): "t[mini-a-s0]", (remote, "1"): "t[mini-a-s1]"} or \
+                held_on_hosts == {(remote, "1"): "t[mini-a-s0]", (remote, "0"): "t[mini-a-s1]"}
+        assert held_on_hosts == {}  # let go on the host too
         with pytest.raises(SandboxError, match="needs a GPU"):  # none: none, on every host
             with runner._claim_gpus(first, pool(tmp_path / "none", ()), status):
                 pass
@@ -492,6 +513,7 @@ def test_a_run_whose_sandbox_moves_to_another_host_holds_that_hosts_gpus_and_fre
 
     first, second = docker_hosts.DockerHost("tcp://gpu-a:2376"), docker_hosts.DockerHost("tcp://gpu-b:2376")
     monkeypatch.setattr(docker_hosts, "current_host", lambda: first)
+    held_on_hosts = hosts_that_hold_gpus(monkeypatch)
     monkeypatch.setattr(docker_gpus, "host_gpus", lambda host: ("0",))  # one GPU on each host
     session = pool(tmp_path / "gpus" / "this-machine", None)
     on_first, on_second = (session.on_docker_host(host.name, lambda: ("0",)) for host in (first, second))
@@ -507,6 +529,7 @@ def test_a_run_whose_sandbox_moves_to_another_host_holds_that_hosts_gpus_and_fre
             assert other.ids == ()
         with on_first.lease("other", required=False) as other:
             assert other.ids == ("0",)  # A's is free again
+        assert held_on_hosts == {(second, "0"): "t[mini-a-s0]"}  # held on B itself, for other controllers
     with on_second.lease("other", required=False) as other:
         assert other.ids == ("0",)  # the run is over: B's is free too
 
