@@ -152,6 +152,50 @@ def test_a_write_while_a_lease_is_held_is_noticed_in_the_same_process(tmp_path: 
     assert store.read_file(snap.id, "train.csv") == cached.read_bytes()
 
 
+def lease_break_time() -> float:
+    """How long the kernel lets a lease holder keep a writer waiting before it breaks the lease itself."""
+    seconds = float(Path("/proc/sys/fs/lease-break-time").read_text())
+    if seconds < 6:
+        pytest.skip(f"lease-break-time is {seconds:g}s here: too short to tell a given-back lease from a timed-out one")
+    return seconds
+
+
+WRITER = "import sys, time; t = time.monotonic(); open(sys.argv[1], 'r+b').write(b'w'); print(time.monotonic() - t)"
+
+
+def test_a_writer_in_another_process_is_not_kept_waiting_and_its_change_is_noticed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent's script that opens a leased data file for writing: the kernel signals this
+    process, which gives the lease back at once instead of holding the writer for the
+    lease-break time (45 s by default), and the next snapshot hashes the file again."""
+    patience = lease_break_time()
+    cached = prepared(tmp_path / "cache")
+    hashed = count_hashed_bytes(monkeypatch)
+    workspace, store = linked_workspace(tmp_path, cached)
+    store.snapshot(workspace, link_paths=["train.csv"])
+    cached.chmod(0o644)
+    writer = subprocess.run([sys.executable, "-c", WRITER, str(cached)], capture_output=True, text=True,
+                            timeout=patience + 30)
+    assert writer.returncode == 0, writer.stderr
+    assert float(writer.stdout) < patience / 3  # given back, not timed out
+    snap = store.snapshot(workspace, link_paths=["train.csv"])
+    assert hashed.count(DATA) == 2
+    assert store.read_file(snap.id, "train.csv")[:1] == b"w"
+
+
+def test_this_process_opening_a_file_it_leases_for_writing_is_not_kept_waiting(tmp_path: Path) -> None:
+    """The open is interrupted by the break's signal, the lease given back, and the open retried."""
+    patience = lease_break_time()
+    cached = prepared(tmp_path / "cache")
+    workspace, store = linked_workspace(tmp_path, cached)
+    store.snapshot(workspace, link_paths=["train.csv"])
+    cached.chmod(0o644)
+    started = time.monotonic()
+    with open(cached, "r+b") as fh:
+        fh.write(b"w")
+    assert time.monotonic() - started < patience / 3
+
+
 def test_without_leases_a_store_still_hashes_its_data_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Another owner's file, or a file system without leases: the store's own stat cache, keyed
     with the ctime its link left, keeps later snapshots from hashing the data again."""

@@ -9,8 +9,10 @@ the content has not changed:
   anyone opens it for writing or truncates it, which is the only way to change its content.
   Linking, unlinking, chmod and touch leave the lease alone, so the harness's own links (which
   change the ctime) cost nothing. The kernel makes such a writer wait until the lease is given
-  back or ``/proc/sys/fs/lease-break-time`` (45 s by default) passes; leases are given back at
-  the end of each run (:func:`settle`).
+  back or ``/proc/sys/fs/lease-break-time`` (45 s by default) passes, so the kernel is asked to
+  say when it breaks one: a signal to the main thread, whose handler gives back every broken
+  lease at once (a writer, the agent's script or this process itself, goes on within
+  milliseconds). Leases are also given back at the end of each run (:func:`settle`).
 * Across processes, by a file of entries keyed on ``(device, inode, size, mtime, ctime)``: the
   ctime cannot be set back, so any change since an entry was written, even one that restores the
   size and mtime, makes it miss and the file is hashed again. An entry is written at the end of
@@ -32,7 +34,9 @@ import json
 import os
 import re
 import resource
+import signal
 import stat
+import struct
 import threading
 import time
 from collections import OrderedDict
@@ -103,11 +107,50 @@ def take_lease(fd: int) -> int | None:
         return None
     try:
         fcntl.fcntl(leased, fcntl.F_SETLEASE, fcntl.F_RDLCK)
-        fcntl.fcntl(leased, fcntl.F_SETOWN, 0)  # no SIGIO (whose default kills) when it breaks
+        if _listening_for_breaks():
+            fcntl.fcntl(leased, fcntl.F_SETSIG, _BREAK_SIGNAL)
+            main = threading.main_thread().native_id
+            fcntl.fcntl(leased, _F_SETOWN_EX, struct.pack("ii", _F_OWNER_TID, main))
+        else:
+            fcntl.fcntl(leased, fcntl.F_SETOWN, 0)  # no SIGIO (whose default kills) when it breaks
     except OSError:
         os.close(leased)
         return None
     return leased
+
+
+#: The signal the kernel sends the main thread when a lease breaks (a real-time one, queued, that
+#: nothing else here uses). Sent to that thread alone: a thread of this process blocked opening a
+#: leased file for writing is interrupted, gives the lease back, and opens it again (PEP 475).
+_BREAK_SIGNAL = signal.SIGRTMIN + 3
+_F_SETOWN_EX, _F_OWNER_TID = 15, 0  # <linux/fcntl.h>: signal one thread (Python's fcntl names neither)
+_listening: bool | None = None
+
+
+def _listening_for_breaks() -> bool:
+    """Whether breaks are signalled to :func:`_give_back_broken`: installed once, by the main
+    thread (Python runs handlers there alone); until then, and where that fails, a writer waits
+    for the kernel's lease-break time or the end of the run."""
+    global _listening
+    if _listening is None and threading.current_thread() is threading.main_thread():
+        try:
+            signal.signal(_BREAK_SIGNAL, _give_back_broken)
+            _listening = True
+        except (ValueError, OSError):
+            _listening = False
+    return bool(_listening)
+
+
+def _give_back_broken(signum: int, frame: object) -> None:
+    """Give back every lease the kernel is breaking. It touches no bookkeeping (the main thread
+    may be in the middle of it, holding ``_lock``): a lease given back reads as broken, and is
+    dropped at its next use."""
+    for held in list(_held.values()):
+        try:
+            if fcntl.fcntl(held.fd, fcntl.F_GETLEASE) != fcntl.F_RDLCK:
+                fcntl.fcntl(held.fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+        except OSError:
+            continue
 
 
 def lookup(fd: int, digests_file: Path | None) -> tuple[str | None, int | None]:
