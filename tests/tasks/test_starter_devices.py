@@ -9,6 +9,7 @@ that only runs each script's module-level setup, never its ``main()``.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import os
 import pathlib
@@ -31,16 +32,33 @@ TORCH_SCRIPTS = sorted(
     and "import torch" in path.read_text())  # helper modules beside a starter (babylm's reader) place nothing
 PINNING = {"set_num_threads", "use_deterministic_algorithms"}
 
+# Both devices in one process (torch imported once per script): the CPU's setup first, then,
+# with the thread count and deterministic mode reset, the setup with CUDA faked present.
 SETUP_PROBE = """
 import json, runpy, sys, torch
 
-torch.set_num_threads(3)  # a count no script pins
-if sys.argv[2] == "cuda":
-    torch.cuda.is_available = lambda: True
-namespace = runpy.run_path(sys.argv[1], run_name="setup_only")
-print(json.dumps({"device": str(namespace["DEVICE"]), "threads": torch.get_num_threads(),
-                  "deterministic": torch.are_deterministic_algorithms_enabled()}))
+setups = {}
+for device in ("cpu", "cuda"):
+    torch.set_num_threads(3)  # a count no script pins
+    torch.use_deterministic_algorithms(False)
+    if device == "cuda":
+        torch.cuda.is_available = lambda: True
+    namespace = runpy.run_path(sys.argv[1], run_name="setup_only")
+    setups[device] = {"device": str(namespace["DEVICE"]), "threads": torch.get_num_threads(),
+                      "deterministic": torch.are_deterministic_algorithms_enabled()}
+print(json.dumps(setups))
 """
+
+
+@functools.lru_cache(maxsize=None)
+def module_setups(script: str) -> dict:
+    """What ``script``'s module-level setup chose on each device (one subprocess per script)."""
+    task = ASSETS / script.split("/")[0]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(task / "env"), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-c", SETUP_PROBE, str(ASSETS / script)],
+                            capture_output=True, text=True, timeout=300, cwd=task, env=env)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def _is_cpu_guard(node: ast.AST) -> bool:
@@ -83,12 +101,7 @@ def test_results_come_back_to_the_cpu_before_numpy(script):
 @pytest.mark.parametrize("script", [s for s in TORCH_SCRIPTS if s.endswith("train.py")])
 def test_module_setup_per_device(script, device):
     source = (ASSETS / script).read_text()
-    task = ASSETS / script.split("/")[0]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(task / "env"), os.environ.get("PYTHONPATH", "")])}
-    result = subprocess.run([sys.executable, "-c", SETUP_PROBE, str(ASSETS / script), device],
-                            capture_output=True, text=True, timeout=300, cwd=task, env=env)
-    assert result.returncode == 0, result.stderr
-    setup = json.loads(result.stdout.strip().splitlines()[-1])
+    setup = module_setups(script)[device]
     assert setup["device"] == device
     if device == "cuda":
         assert setup["threads"] == 3 and not setup["deterministic"]
