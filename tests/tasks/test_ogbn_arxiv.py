@@ -83,8 +83,8 @@ def test_ogb_loads_the_mini_data_offline(data, tmp_path):
     assert (classes, nodes) == (40, 10000) and tests == hidden > 0
 
 
-def test_mini_is_deterministic_and_seeded(tmp_path):
-    first = [tree_digest(p) for p in prepare(TASK, tmp_path / "a")]
+def test_mini_is_deterministic_and_seeded(data, tmp_path):
+    first = [tree_digest(p) for p in data]  # the session's shared copy, prepared by another call
     assert first == [tree_digest(p) for p in prepare(TASK, tmp_path / "b")]
     assert first != [tree_digest(p) for p in prepare(TASK, tmp_path / "c", seed=1)]
 
