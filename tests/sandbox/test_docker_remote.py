@@ -101,6 +101,55 @@ def test_the_workspace_travels_both_ways(on_host, second_daemon, data):
         assert box.exec(["true"], timeout=30, output_limit=LIMIT).cpu_time is not None
 
 
+def test_a_file_sent_to_the_container_is_read_once(on_host, second_daemon, monkeypatch):
+    """Sending a file and recording what the container holds (its digest, to tell later whether
+    the agent changed it) is one read of the file, not two."""
+    import builtins
+
+    from pytest_mlab.sandbox.docker import remote
+
+    on_host(second_daemon)
+    body = os.urandom(300_000)
+    read = []
+
+    def counting_open(path, mode="r", *args, **kwargs):
+        handle = builtins.open(path, mode, *args, **kwargs)
+        return _Counted(handle, read) if str(path).endswith("weights.bin") else handle
+
+    with open_sandbox("docker", options=SandboxOptions(label="remote-read-once")) as box:
+        box.write("weights.bin", body)
+        monkeypatch.setattr(remote, "open", counting_open, raising=False)
+        _run(box, "print(len(open('weights.bin', 'rb').read()))")
+        assert sum(read) == len(body)
+        assert box.read("weights.bin") == body
+
+
+class _Counted:
+    """A file that counts the bytes read from it (``read``, ``readinto``) in ``counts``."""
+
+    def __init__(self, handle, counts: list) -> None:
+        self._handle, self._counts = handle, counts
+
+    def read(self, size=-1):
+        data = self._handle.read(size)
+        self._counts.append(len(data))
+        return data
+
+    def readinto(self, buffer):
+        count = self._handle.readinto(buffer)
+        self._counts.append(count or 0)
+        return count
+
+    def __getattr__(self, name):
+        return getattr(self._handle, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._handle.close()
+
+
 def test_data_is_read_only_and_replacing_it_never_reaches_the_cache(on_host, second_daemon, data):
     on_host(second_daemon)
     original = (data / "train.csv").read_bytes()

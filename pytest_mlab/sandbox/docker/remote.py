@@ -238,10 +238,10 @@ class RemoteDockerSandbox(ContainerSandbox):
                 return
             with handle:
                 size = os.fstat(handle.fileno()).st_size
+                sent = _Hashing(handle)  # the digest of the bytes sent, read once
                 tar.addfile(member(rel, tarfile.REGTYPE, info.st_mode & 0o777 | 0o600, info.st_mtime, size=size),
-                            handle)
-                handle.seek(0)
-                self._sent[rel] = hashlib.file_digest(handle, "sha256").hexdigest()
+                            sent)
+                self._sent[rel] = sent.digest.hexdigest()
 
     def _remove_in_container(self, paths: list[str]) -> None:
         """Delete ``paths`` there; names travel as hex, so any bytes the kernel allows are fine."""
@@ -383,3 +383,16 @@ class RemoteDockerSandbox(ContainerSandbox):
             path = self._host_parent(rel)
             if path is not None and os.path.lexists(path):
                 self._clear(path)
+
+
+class _Hashing:
+    """A file read through for tarfile, hashing what it reads: a file sent to the container is
+    read once, and its recorded digest is that of the very bytes sent."""
+
+    def __init__(self, handle: IO[bytes]) -> None:
+        self._handle, self.digest = handle, hashlib.sha256()
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._handle.read(size)
+        self.digest.update(data)
+        return data
