@@ -12,6 +12,7 @@ from pytest_mlab.spec.models import DEFAULT_WORKSPACE_DEPTH, DEFAULT_WORKSPACE_F
 
 if TYPE_CHECKING:
     from pytest_mlab.sandbox.gpus import GpuClaim
+    from pytest_mlab.sandbox.quota_mount import QuotaMount
     from pytest_mlab.spec.models import Limits, TaskSpec
 
 
@@ -114,6 +115,8 @@ class Sandbox(abc.ABC):
     #: What one of the backend's own leftovers is called in messages (docker: "container"); None
     #: when it leaves nothing beyond the temp folders and cgroups that every clean-up sweeps.
     leftover_noun: ClassVar[str | None] = None
+    #: the quota overlay over the workspace (sandbox/quota_mount.py), for the backends that mount one
+    _quota: QuotaMount | None = None
 
     # -- the backend's lifecycle ---------------------------------------------------------------
 
@@ -191,8 +194,7 @@ class Sandbox(abc.ABC):
         """A descriptor of the workspace folder as it was before a quota's overlay went over it
         (sandbox/quota_mount.py), so that a snapshot hard-links read-only data from there; None
         where no overlay is mounted."""
-        quota = getattr(self, "_quota", None)
-        return quota.lower if quota is not None else None
+        return self._quota.lower if self._quota is not None else None
 
     @abc.abstractmethod
     def close(self) -> None:

@@ -48,7 +48,7 @@ from pytest_mlab.sandbox.gpus import cuda_environment
 from pytest_mlab.sandbox.host_runtime import ETC_FILES, SYSTEM_DIRS, python_dirs
 from pytest_mlab.sandbox.local import LocalSandbox
 from pytest_mlab.sandbox.owner import owned_prefix
-from pytest_mlab.sandbox.quota_mount import NOT_YET, QuotaMount, enforce_quota
+from pytest_mlab.sandbox.quota_mount import NOT_YET, enforce_quota
 from pytest_mlab.sandbox.threads import thread_environment
 
 HOME = "/tmp/home"
@@ -153,7 +153,6 @@ class BwrapSandbox(LocalSandbox):
         super().__init__(workspace, base_env=base_env, options=options)
         python_bin = os.path.dirname(self.python)
         self._path = f"{python_bin}:/usr/local/bin:/usr/bin:/bin"
-        self._quota: QuotaMount | None = None
         #: how the disk quota holds: "file system" once mounted, else why it is only checked after each step
         self.quota_enforced = NOT_YET
 

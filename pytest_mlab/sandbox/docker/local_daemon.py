@@ -25,7 +25,7 @@ from pytest_mlab.sandbox.docker.cpu import host_cgroup_cpu, stats_cpu_seconds
 from pytest_mlab.sandbox.docker.hosts import current_host, forget_host, host_answers
 from pytest_mlab.sandbox.docker.image import DEFAULT_IMAGE, build_task_image, ensure_image, host_runtime_binds
 from pytest_mlab.sandbox.docker.remote import RemoteDockerSandbox
-from pytest_mlab.sandbox.quota_mount import NOT_YET, QuotaMount, enforce_quota
+from pytest_mlab.sandbox.quota_mount import NOT_YET, enforce_quota
 from pytest_mlab.sandbox.tree_walk import walk_tree
 
 
@@ -52,7 +52,6 @@ class DockerSandbox(ContainerSandbox):
         ensure_image(self._client, chosen)
         return chosen
 
-    _quota: QuotaMount | None = None
     #: how the disk quota holds: "file system" once mounted (the container's bind mount of the
     #: workspace then shows it), else why it is only checked after each step
     quota_enforced = NOT_YET
