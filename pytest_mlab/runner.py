@@ -245,7 +245,8 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
     with SnapshotStore(run_dir / "snapshots", data_digests=digests) as snapshots, \
             TraceWriter(trace_path, observer=status.observe) as trace, \
             open_sandbox(plan.sandbox, options=options) as sandbox, ExitStack() as after_ctrl_c:
-        host = getattr(getattr(sandbox, "host", None), "name", None) or node  # docker: the daemon that runs it
+        # the Ray node that runs it (its docker, if any, is the node's own), else docker's daemon
+        host = node or getattr(getattr(sandbox, "host", None), "name", None)
         held = sandbox.options.gpus if gpu_claim is not None else gpus  # the ids leased on the sandbox's host
         identity, judged = RunIdentity.of_plan(plan, nodeid, sandbox.name, held, host), JudgedBy.of_plan(plan)
         trace.write({"type": "run", "session": session, **identity.to_record(), **judged.to_record(),

@@ -141,3 +141,26 @@ def test_a_killed_node_ends_its_run_as_host_lost_and_resume_runs_it_again(
     (rerun,) = read_results(toy_project)["runs"]
     assert rerun["passed"] and rerun["host"] == node_label(replacement) and not rerun["resumed"], rerun
     assert not cluster.temp_left(), "what the killed node's run left was not swept by the next session"
+
+
+def test_a_node_runs_its_run_in_its_own_local_docker(
+        pytester: pytest.Pytester, toy_project: Path, mlab_cache: Path, cluster: RayTestCluster,
+        gpu_nodes: list[Any]) -> None:
+    """--sandbox=docker on a Ray node is the node's own daemon, reached as this machine's would be
+    (bind mounts, its local socket); the run is recorded as the node's, not as "the local socket"
+    that every node has, and nothing of it is left behind."""
+    from pytest_mlab.sandbox.registry import sandbox_unavailable
+
+    reason = sandbox_unavailable("docker")
+    if reason:
+        pytest.skip(f"docker cannot run here: {reason}")
+    slow_reference(toy_project, "toy", sleep=0)
+    result = session(pytester, cluster, mlab_cache, "--agent=reference", "--sandbox=docker")
+    assert result.ret == 0, "\n".join(result.outlines[-40:] + result.errlines[-40:])
+    (run,) = read_results(toy_project)["runs"]
+    assert run["passed"] and run["sandbox"] == "docker" and run["host"].startswith("ray:"), run
+    import docker
+
+    left = docker.from_env().containers.list(all=True, filters={"label": "pytest-mlab.run"})
+    assert not [c.name for c in left if c.labels["pytest-mlab.run"].startswith("toy[")], "a container was left"
+    assert not cluster.temp_left(), "the run left temp folders behind"
