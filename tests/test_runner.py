@@ -88,7 +88,8 @@ def test_ctrl_c_grades_the_final_workspace_within_a_bound(tmp_path: Path, monkey
     from pytest_mlab.trace import read_trace
 
     monkeypatch.setattr(runner, "load_agent", lambda plan, llm: _CtrlC())
-    monkeypatch.setattr(runner, "INTERRUPTED_GRADING_S", 1.0)
+    # a bound the slow grader's 30 s overruns; the toy's own grading keeps a loaded machine's margin
+    monkeypatch.setattr(runner, "INTERRUPTED_GRADING_S", 1.0 if grader else 60.0)
     with pytest.raises(KeyboardInterrupt):
         toy_run(tmp_path, grader)
 
