@@ -153,26 +153,26 @@ def _claim_gpus(plan: RunPlan, pool: GpuPool | None, status: RunStatus) -> Itera
     if pool is None:
         yield None
         return
-    host = _remote_docker_host(plan)
     required = plan.needs_gpu
-    pool_of = partial(_gpu_pool_of, pool, getattr(plan, "limits", None))
+    pool_of = partial(_gpu_pool_of, pool, plan.limits.max_time)
     with GpuClaim(pool_of, plan.run_id, required=required, on_wait=status.phase) as claim:
-        claim.ids_on(host)
+        claim.ids_on(_gpu_machine_of(plan))
         if required:  # it may have waited
             status.phase(SETTING_UP)
         yield claim
 
 
-def _gpu_pool_of(pool: GpuPool, limits: Any, host: DockerHost | None) -> GpuPool:
-    """The pool a run's GPUs come from on ``host``: a remote docker host's own (held on the host
-    too, for as long as a run of ``limits.max_time`` may last), else this machine's."""
-    if host is None or not host.remote:
+def _gpu_pool_of(pool: GpuPool, max_time: float, host: DockerHost | None) -> GpuPool:
+    """The pool a run's GPUs come from on ``host`` (see docker/gpus.py, ``gpu_machine``): a remote
+    docker host's own (held on the host too, for as long as a run of ``max_time`` may last), else
+    (None) this machine's."""
+    if host is None:
         return pool
     from pytest_mlab.sandbox.docker.gpu_leases import host_gpu_guard
     from pytest_mlab.sandbox.docker.gpus import host_gpus
 
     return pool.on_docker_host(host.name, lambda: host_gpus(host),
-                               guard=host_gpu_guard(host, getattr(limits, "max_time", None)))
+                               guard=host_gpu_guard(host, max_time))
 
 
 def _held(claim: GpuClaim | None) -> tuple[str, ...] | None:
@@ -180,17 +180,18 @@ def _held(claim: GpuClaim | None) -> tuple[str, ...] | None:
     return None if claim is None else claim.ids
 
 
-def _remote_docker_host(plan: RunPlan) -> DockerHost | None:
-    """The remote docker host this run's sandbox will use, if it is one."""
-    if getattr(plan, "sandbox", None) != "docker":
+def _gpu_machine_of(plan: RunPlan) -> DockerHost | None:
+    """Whose GPUs the run's first sandbox will get: the remote docker host it will use, else
+    (None) this machine's."""
+    if plan.sandbox != "docker":
         return None
+    from pytest_mlab.sandbox.docker.gpus import gpu_machine
     from pytest_mlab.sandbox.docker.hosts import current_host
 
     try:
-        host = current_host()
+        return gpu_machine(current_host())
     except MlabError:  # no host answers: opening the sandbox will say so
         return None
-    return host if host.remote else None
 
 
 def _resumed(plan: RunPlan, nodeid: str) -> RunResult | None:

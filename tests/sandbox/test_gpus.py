@@ -113,6 +113,11 @@ def pool(folder: Path, ids: tuple[str, ...] = ("0", "1"), **kwargs) -> GpuPool:
     return GpuPool(folder, ids, poll=0.05, **kwargs)
 
 
+def planned(run_id: str, sandbox: str) -> SimpleNamespace:
+    """What the runner's GPU claim reads of a run plan, for a task whose variant needs a GPU."""
+    return SimpleNamespace(run_id=run_id, needs_gpu=True, sandbox=sandbox, limits=SimpleNamespace(max_time=3600.0))
+
+
 def test_an_item_that_needs_no_gpu_takes_a_free_one_or_none_at_once(tmp_path: Path) -> None:
     gpus = pool(tmp_path)
     with gpus.lease("a", required=False) as first, gpus.lease("b", required=False) as second:
@@ -289,7 +294,7 @@ def test_a_waiting_run_says_so_in_its_status(tmp_path: Path) -> None:
     from pytest_mlab.runner import _claim_gpus
     from pytest_mlab.trace.progress import SETTING_UP, RunStatus, read_statuses
 
-    plan = SimpleNamespace(run_id="t[mini-a-s0]", needs_gpu=True)  # as a task whose variant needs one
+    plan = planned("t[mini-a-s0]", "local")  # as a task whose variant needs one
     gpus = pool(tmp_path / "locks", ("0",))
     holder = gpus.lease("holder", required=True)
     got = []
@@ -484,8 +489,7 @@ def test_a_remote_docker_host_shares_out_its_own_gpus(tmp_path: Path, monkeypatc
     held_on_hosts = hosts_that_hold_gpus(monkeypatch)
     monkeypatch.setattr(docker_gpus, "host_gpus", lambda host: ("0", "1") if host == remote else ())
     session = pool(tmp_path / ".gpus" / "controller", None)  # auto, and this machine has no GPU
-    first = SimpleNamespace(run_id="t[mini-a-s0]", needs_gpu=True, sandbox="docker")
-    second = SimpleNamespace(run_id="t[mini-a-s1]", needs_gpu=True, sandbox="docker")
+    first, second = planned("t[mini-a-s0]", "docker"), planned("t[mini-a-s1]", "docker")
     with RunStatus.start(tmp_path, "t", nodeid="n", run_id="r", session="s", max_steps=3) as status:
         with runner._claim_gpus(first, session, status) as one, runner._claim_gpus(second, session, status) as two:
             assert {one.ids, two.ids} == {("0",), ("1",)}
@@ -498,7 +502,7 @@ def test_a_remote_docker_host_shares_out_its_own_gpus(tmp_path: Path, monkeypatc
             with runner._claim_gpus(first, pool(tmp_path / "none", ()), status):
                 pass
         with pytest.raises(SandboxError, match="needs a GPU"):  # a local run still leases this machine's
-            with runner._claim_gpus(SimpleNamespace(run_id="u", needs_gpu=True, sandbox="local"), session, status):
+            with runner._claim_gpus(planned("u", "local"), session, status):
                 pass
 
 
@@ -517,7 +521,7 @@ def test_a_run_whose_sandbox_moves_to_another_host_holds_that_hosts_gpus_and_fre
     monkeypatch.setattr(docker_gpus, "host_gpus", lambda host: ("0",))  # one GPU on each host
     session = pool(tmp_path / "gpus" / "this-machine", None)
     on_first, on_second = (session.on_docker_host(host.name, lambda: ("0",)) for host in (first, second))
-    plan = SimpleNamespace(run_id="t[mini-a-s0]", needs_gpu=True, sandbox="docker")
+    plan = planned("t[mini-a-s0]", "docker")
     with RunStatus.start(tmp_path, "t", nodeid="n", run_id="r", session="s", max_steps=3) as status, \
             runner._claim_gpus(plan, session, status) as claim:
         assert claim.ids == ("0",)

@@ -20,19 +20,18 @@ from pytest_mlab.sandbox.docker.data_volumes import abandoned, lease_until
 from pytest_mlab.sandbox.docker.hosts import DockerHost
 from pytest_mlab.sandbox.docker.image import RUNTIME_IMAGE
 from pytest_mlab.sandbox.owner import owner_label
-from pytest_mlab.spec.models import DEFAULT_MAX_TIME
 
 NAME_PREFIX = "pytest-mlab-gpu-"
 GPU_LABEL = "pytest-mlab.gpu"  # the index of the GPU a lease container holds
 ATTEMPTS = 3  # a dead holder's container removed, then created again; another may win the race
 
 
-def host_gpu_guard(host: DockerHost, max_time: float | None) -> Callable[[str, str], Callable[[], None] | None]:
+def host_gpu_guard(host: DockerHost, max_time: float) -> Callable[[str, str], Callable[[], None] | None]:
     """What :class:`~pytest_mlab.sandbox.gpus.GpuPool` asks before it hands out one of ``host``'s
     GPUs: ``guard(gpu, run)`` holds the GPU on the host for that run and returns what lets it go,
     or None where a session of another machine holds it. The hold outlives a run of ``max_time``
-    seconds (None: the default) by the grace every container gets, so only a dead holder's runs out."""
-    seconds = (max_time or DEFAULT_MAX_TIME) + LEASE_GRACE
+    seconds by the grace every container gets, so only a dead holder's runs out."""
+    seconds = max_time + LEASE_GRACE
 
     def guard(gpu: str, run: str) -> Callable[[], None] | None:
         return take_gpu(host, gpu, run, seconds)
