@@ -124,10 +124,7 @@ def main() -> int:
                         help="score the gradings recorded by --raw again with the current arithmetic; runs nothing")
     args = parser.parse_args()
     if args.rescore:
-        rescored = rescore(args.rescore)
-        for name, inside in rescored.items():
-            print(f"{name}: {sum(inside)} of {len(inside)} inside the tolerance")
-        return 0 if all(all(inside) for inside in rescored.values()) else 1
+        return summary(rescore(args.rescore))
     raw = open(args.raw, "w", encoding="utf-8") if args.raw else None
     results: dict[str, list[bool]] = {}
     with tempfile.TemporaryDirectory(prefix="mlab-bench-cache-") as default_cache, busy(args.busy):
@@ -136,6 +133,11 @@ def main() -> int:
             results[name] = bench_task(name, args.runs, args.sandbox, args.cache or Path(default_cache), raw)
     if raw is not None:
         raw.close()
+    return summary(results)
+
+
+def summary(results: dict[str, list[bool]]) -> int:
+    """Each task's count of scores inside its tolerance; the exit status, 1 if any fell outside."""
     for name, inside in results.items():
         print(f"{name}: {sum(inside)} of {len(inside)} inside the tolerance")
     return 0 if all(all(inside) for inside in results.values()) else 1
