@@ -61,6 +61,7 @@ class Environment:
         self.over_limits: str | None = None  # why the workspace went beyond its limits, once it has
         self.started = time.monotonic()
         self._backups: dict[str, list[bytes | None]] = {}
+        sandbox.expect_commands()
 
     # ------------------------------------------------------------------ state
 

@@ -186,6 +186,10 @@ class Sandbox(abc.ABC):
     @abc.abstractmethod
     def copy_out(self, path: str, host_path: Path) -> None: ...
 
+    def expect_commands(self) -> None:
+        """A hint that commands will follow (an agent's run begins): a backend may prepare now
+        what starting one costs, off the first step's path. Nothing by default."""
+
     def sync_out(self) -> None:
         """Bring ``workspace`` up to date with the sandbox (no-op where they are the same)."""
 

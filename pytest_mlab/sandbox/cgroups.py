@@ -188,14 +188,20 @@ class Limits:
 
     def prefix(self) -> list[str]:
         """A command prefix that joins the cgroups (or sets the rlimit), then execs the rest."""
+        steps = self.shell_steps()
+        if not steps:
+            return []
+        return ["/bin/sh", "-c", " && ".join([*steps, 'exec "$@"']), "mlab-limits"]
+
+    def shell_steps(self) -> list[str]:
+        """The shell commands by which a process joins the cgroups and sets the rlimits (none
+        when nothing limits the sandbox); a command's shell runs them before it execs."""
         steps = [f"echo $$ > {shlex.quote(str(group / 'cgroup.procs'))}" for group in self.groups]
         if self.memory and self.enforced.get("memory", "").startswith("RLIMIT"):
             steps.append(f"ulimit -d {max(1, self.memory // 1024)}")
         if self.file_size:  # POSIX sh counts -f in 512-byte blocks; a write past it fails with EFBIG
             steps.append(f"ulimit -f {max(1, self.file_size // 512)}")
-        if not steps:
-            return []
-        return ["/bin/sh", "-c", " && ".join([*steps, 'exec "$@"']), "mlab-limits"]
+        return steps
 
     def oom_kills(self) -> int:
         """How many processes the memory limit has killed so far (0 where no cgroup tells)."""

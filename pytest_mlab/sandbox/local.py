@@ -40,6 +40,7 @@ from pytest_mlab.sandbox.environ import clean_environment
 from pytest_mlab.sandbox.gpus import cuda_environment
 from pytest_mlab.sandbox.owner import owned_prefix
 from pytest_mlab.sandbox.process_tree import ProcessTree, kill_known, pipe_writers, reap, wait_for_exit
+from pytest_mlab.sandbox.standby import Standby
 from pytest_mlab.sandbox.threads import thread_environment
 from pytest_mlab.sandbox.workspace import HostWorkspace, OnHostWorkspace, remove_tree
 
@@ -91,6 +92,7 @@ class LocalSandbox(OnHostWorkspace, Sandbox):
         self._base_env = dict(base_env or {})
         self._leftovers: dict[int, int] = {}
         self._limits: Limits | None = None  # made by the first command
+        self._standby: Standby | None = None  # the next command's shell, already in the cgroups
         # Also runs if the sandbox is garbage-collected or the interpreter exits unclosed, so
         # the home and stray processes do not outlive a caller that forgot ``close`` (the
         # workspace removes itself the same way).
@@ -137,21 +139,54 @@ class LocalSandbox(OnHostWorkspace, Sandbox):
         limits = self.limits
         cpu_before, oom_before = limits.cpu_seconds(), limits.oom_kills()
         started = time.monotonic()
+        proc = self._from_standby(argv, environment, stdin)
+        if proc is None:
+            try:
+                proc = subprocess.Popen(
+                    [*limits.prefix(), *argv],
+                    cwd=self.files.root,
+                    env=environment,
+                    stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,
+                    close_fds=True,
+                )
+            except OSError as exc:
+                raise SandboxError(f"could not start {argv[0]!r} in the local sandbox: {exc}") from exc
+        result = self._account(self._supervise(proc, started, timeout, output_limit, stdin), cpu_before, oom_before)
+        self._start_standby()
+        return result
+
+    def expect_commands(self) -> None:
+        self._start_standby()
+
+    def _from_standby(self, argv: list[str], environment: dict[str, str],
+                      stdin: str | None) -> subprocess.Popen | None:  # type: ignore[type-arg]
+        """The command started in the waiting standby shell (standby.py), or None where there is
+        none or it cannot run this command (the shell is then ended: the cgroups are emptied after
+        every command, and a new one is started after this command)."""
+        standby, self._standby = self._standby, None
+        if standby is None:
+            return None
+        if not standby.fits(argv, environment, stdin):
+            standby.discard()
+            return None
+        return standby.run(argv)
+
+    def _start_standby(self) -> None:
+        """Start the next command's shell, which joins the cgroups while the harness and the agent
+        go on; only where joining costs something (there are limits to set) and the previous one
+        was used."""
+        if self._standby is not None or self.files.closed:
+            return
+        steps = self.limits.shell_steps()
+        if not steps:
+            return
         try:
-            proc = subprocess.Popen(
-                [*limits.prefix(), *argv],
-                cwd=self.files.root,
-                env=environment,
-                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                close_fds=True,
-            )
-        except OSError as exc:
-            raise SandboxError(f"could not start {argv[0]!r} in the local sandbox: {exc}") from exc
-        result = self._supervise(proc, started, timeout, output_limit, stdin)
-        return self._account(result, cpu_before, oom_before)
+            self._standby = Standby.start(steps, self.files.root, self._environment(None))
+        except OSError:  # out of processes, say: the next command starts the usual way
+            self._standby = None
 
     def _runnable(self, program: str, environment: dict[str, str]) -> bool:
         """Whether ``program`` names an executable, as the command's ``exec`` will look it up
@@ -240,9 +275,15 @@ class LocalSandbox(OnHostWorkspace, Sandbox):
 
     # -- lifetime ------------------------------------------------------------------------------
 
+    def _discard_standby(self) -> None:
+        standby, self._standby = self._standby, None
+        if standby is not None:
+            standby.discard()
+
     def close(self) -> None:
         if self.files.closed:
             return
+        self._discard_standby()
         if self._limits is not None:
             self._limits.close()
         self._release()

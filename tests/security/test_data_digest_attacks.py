@@ -8,12 +8,12 @@ snapshots the same data. The digest it records must be the file's real one."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import blake3
 import pytest
 
 from pytest_mlab.actions.registry import implementations
@@ -79,7 +79,7 @@ def one_run(kind: str, root: Path, public: Path, digests: Path, script: str | No
                 env.trace.close()
     entry = store.file_entry(first, "train.csv")
     assert entry is not None
-    return entry["sha256"]
+    return entry["blake3"]
 
 
 def test_an_agent_cannot_make_a_later_run_record_a_wrong_digest(tmp_path: Path, kind: str,  # noqa: F811
@@ -92,7 +92,7 @@ def test_an_agent_cannot_make_a_later_run_record_a_wrong_digest(tmp_path: Path, 
     os.utime(data, (then, then))
     data.chmod(0o444)
     digests = public.parent / "data-digests.json"
-    truth = hashlib.sha256(data.read_bytes()).hexdigest()
+    truth = blake3.blake3(data.read_bytes()).hexdigest()
     hashed = count_hashed_bytes(monkeypatch)
 
     script = ATTACK.format(digests=str(digests), format=data_digests.FORMAT, wrong=WRONG)
@@ -106,6 +106,6 @@ def test_an_agent_cannot_make_a_later_run_record_a_wrong_digest(tmp_path: Path, 
     assert WRONG not in digests.read_text(), "the run's end rewrote the planted entry"
 
     assert one_run(kind, tmp_path / "run2", public, digests, None) == truth
-    assert data.read_bytes() and hashlib.sha256(data.read_bytes()).hexdigest() == truth
+    assert data.read_bytes() and blake3.blake3(data.read_bytes()).hexdigest() == truth
     if kind != "local":
         assert hashed.count(DATA) == 1, "the second run trusted the first run's entry"

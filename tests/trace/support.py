@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
+import blake3
 import pytest
 
 from pytest_mlab.trace.snapshots import blobs
@@ -27,7 +27,7 @@ def count_hashed_bytes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     class Counting:
         def __init__(self) -> None:
-            self._hash = hashlib.sha256()
+            self._hash = blake3.blake3()
             self._index = len(sizes)
             sizes.append(0)
 

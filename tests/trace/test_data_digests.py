@@ -4,7 +4,6 @@ means hashing again, and an agent can neither plant an entry nor change the data
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -13,6 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import blake3
 import pytest
 
 from pytest_mlab.trace import SnapshotStore
@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 # One run in a fresh process, as an xdist worker carries it out: link the data into a workspace,
 # snapshot twice, settle; prints the bytes of data it hashed and the data's recorded digest.
 ONE_RUN = '''
-import hashlib, json, os, sys
+import blake3, json, os, sys
 from pathlib import Path
 from pytest_mlab.trace import SnapshotStore
 from pytest_mlab.trace.snapshots import data_digests
@@ -34,7 +34,7 @@ from pytest_mlab.trace.snapshots import blobs
 fed = []
 class Counting:
     def __init__(self):
-        self._h = hashlib.sha256(); fed.append(0); self._i = len(fed) - 1
+        self._h = blake3.blake3(); fed.append(0); self._i = len(fed) - 1
     def update(self, data):
         fed[self._i] += len(data); self._h.update(data)
     def hexdigest(self):
@@ -49,7 +49,7 @@ with SnapshotStore(root / "store", data_digests=cached.parent / "data-digests.js
     first = store.snapshot(workspace, link_paths=["train.csv"]).id
     store.snapshot(workspace, link_paths=["train.csv"])
     os.unlink(workspace / "train.csv")  # the workspace goes before the store settles, as in the runner
-print(json.dumps({"hashed": sum(fed), "digest": store.file_entry(first, "train.csv")["sha256"]}))
+print(json.dumps({"hashed": sum(fed), "digest": store.file_entry(first, "train.csv")["blake3"]}))
 '''
 
 
@@ -81,7 +81,7 @@ def run_in_new_process(cached: Path, root: Path) -> dict:
 
 def test_a_second_process_does_not_hash_the_data_again(tmp_path: Path) -> None:
     cached = prepared(tmp_path / "cache")
-    truth = hashlib.sha256(cached.read_bytes()).hexdigest()
+    truth = blake3.blake3(cached.read_bytes()).hexdigest()
     first = run_in_new_process(cached, tmp_path / "run1")
     second = run_in_new_process(cached, tmp_path / "run2")
     assert first == {"hashed": DATA, "digest": truth}
@@ -114,7 +114,7 @@ def test_a_planted_entry_with_a_wrong_digest_is_not_trusted_once_the_ctime_moved
     assert (cached.stat().st_size, cached.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
     result = run_in_new_process(cached, tmp_path / "run2")
     assert result["hashed"] == DATA
-    assert result["digest"] == hashlib.sha256(cached.read_bytes()).hexdigest()
+    assert result["digest"] == blake3.blake3(cached.read_bytes()).hexdigest()
 
 
 def test_a_chmod_or_touch_costs_one_hash_and_nothing_else(tmp_path: Path) -> None:

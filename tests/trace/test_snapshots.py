@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -10,10 +11,11 @@ import threading
 import time
 from pathlib import Path
 
+import blake3
 import pytest
 
 from pytest_mlab.errors import TraceError
-from pytest_mlab.trace import Snapshot, SnapshotStore
+from pytest_mlab.trace import Snapshot, SnapshotCaps, SnapshotStore
 from pytest_mlab.trace.snapshots import blobs
 from pytest_mlab.trace.snapshots import scan as scan_module
 from tests.trace.support import blob_files as _blob_files
@@ -414,12 +416,12 @@ def test_a_failed_blob_write_leaves_no_partial_blob(
     assert blob.read_bytes() == (workspace / "model.py").read_bytes()
 
 
-def test_blobs_are_named_by_their_sha256(workspace: Path, store: SnapshotStore) -> None:
+def test_blobs_are_named_by_their_blake3(workspace: Path, store: SnapshotStore) -> None:
     content = b"some content\n"
     (workspace / "f.txt").write_bytes(content)
     snap = store.snapshot(workspace)
-    digest = hashlib.sha256(content).hexdigest()
-    assert store.manifest(snap.id)["files"]["f.txt"]["sha256"] == digest
+    digest = blake3.blake3(content).hexdigest()
+    assert store.manifest(snap.id)["files"]["f.txt"] == {"blake3": digest, "size": len(content), "mode": 0o644}
     blob = store.root / "blobs" / digest[:2] / digest
     assert blob.read_bytes() == content
     assert not blob.stat().st_mode & 0o222, "copied blobs are read-only"
@@ -469,6 +471,53 @@ def test_unknown_snapshot_id_raises_a_clear_error(store: SnapshotStore, tmp_path
         store.materialize("0123456789abcdef", tmp_path / "out")
     with pytest.raises(TraceError, match="not a snapshot id"):
         store.manifest("../../etc/passwd")
+
+
+def test_a_store_of_format_1_named_by_sha256_is_still_read(store: SnapshotStore, tmp_path: Path) -> None:
+    """Results folders written before BLAKE3 keep their snapshots readable: report, diff, regrade."""
+    content = b"print('old run')\n"
+    digest = hashlib.sha256(content).hexdigest()
+    blob = store.root / "blobs" / digest[:2] / digest
+    blob.parent.mkdir(parents=True)
+    blob.write_bytes(content)
+    manifest = {"format": 1, "files": {"train.py": {"sha256": digest, "size": len(content), "mode": 0o644}},
+                "dirs": []}
+    (store.root / "manifests" / "00112233aabbccdd.json").write_text(json.dumps(manifest))
+    assert store.read_file("00112233aabbccdd", "train.py") == content
+    store.materialize_regular("00112233aabbccdd", tmp_path / "out")
+    assert (tmp_path / "out" / "train.py").read_bytes() == content
+
+
+@pytest.mark.parametrize("entry", [
+    {"size": 1, "mode": 0o644},
+    {"blake3": "ab" * 32, "sha256": "ab" * 32, "size": 1, "mode": 0o644},
+    {"blake3": "../../etc/passwd", "size": 1, "mode": 0o644},
+    {"sha256": "AB" * 32, "size": 1, "mode": 0o644},
+], ids=["no digest", "two digests", "a path for a digest", "upper-case digest"])
+def test_a_manifest_entry_needs_exactly_one_well_formed_digest(store: SnapshotStore, entry: dict) -> None:
+    manifest = {"format": 2, "files": {"a.txt": entry}, "dirs": []}
+    (store.root / "manifests" / "00112233aabbccdd.json").write_text(json.dumps(manifest))
+    with pytest.raises(TraceError, match="'a.txt' has no valid blake3 digest"):
+        store.manifest("00112233aabbccdd")
+
+
+@pytest.mark.parametrize("size", [10 * KB, 12 * MB], ids=["small", "several chunks"])
+def test_where_the_kernel_cannot_copy_the_store_copies_through_the_process(
+    workspace: Path, store: SnapshotStore, monkeypatch: pytest.MonkeyPatch, size: int
+) -> None:
+    """copy_file_range fails across some file systems and on old kernels: the copy goes on."""
+    content = os.urandom(size)
+    (workspace / "model.pt").write_bytes(content)
+
+    def no_kernel_copy(*_args, **_kwargs):  # type: ignore[no-untyped-def]
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(blobs.os, "copy_file_range", no_kernel_copy)
+    snap = store.snapshot(workspace)
+    assert store.manifest(snap.id)["files"]["model.pt"]["blake3"] == blake3.blake3(content).hexdigest()
+    assert store.read_file(snap.id, "model.pt") == content
+    capped = store.snapshot(workspace, caps=SnapshotCaps(file_size=size // 2))
+    assert [path for path, _ in capped.omitted] == ["model.pt"]
 
 
 def test_missing_blob_is_reported_as_corruption(

@@ -2,7 +2,7 @@
 
 Layout under the store root::
 
-    blobs/<sha256[:2]>/<sha256>     file contents, one per distinct content
+    blobs/<digest[:2]>/<digest>     file contents, one per distinct content (BLAKE3)
     manifests/<snapshot_id>.json    one per distinct workspace state
 
 One job a module: :mod:`.store` (``SnapshotStore``, which composes the others and syncs once per

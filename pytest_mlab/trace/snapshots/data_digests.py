@@ -42,11 +42,11 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-from pytest_mlab.trace.snapshots.blobs import hash_stream
+from pytest_mlab.trace.snapshots.blobs import hash_file
 from pytest_mlab.trace.snapshots.digest_cache import RACY_WINDOW_NS
 from pytest_mlab.trace.snapshots.disk import temp_path, unlink_quietly
 
-FORMAT = "pytest-mlab data digests 1"
+FORMAT = "pytest-mlab data digests 2"  # 2: BLAKE3 digests (1 held sha256s)
 HELD_LEASES = 65536  # open leases (one fd each) a process keeps at most, within its fd limit
 FILE_ENTRIES = 65536  # entries one digests file keeps at most
 _SPARE_FDS = 512  # fds left to everything else in the process
@@ -192,7 +192,7 @@ def vouch(paths: list[Path], digests_file: Path | None) -> None:
 
 
 def digest_of(path: Path, digests_file: Path | None) -> str:
-    """The sha256 of the data file at ``path``: vouched for by a lease or an entry, else hashed
+    """The content digest (blobs.py) of the data file at ``path``: vouched for by a lease or an entry, else hashed
     (under a lease taken first, which is kept, so later scans of this process trust it).
     Raises OSError when the file cannot be opened (missing, a symlink)."""
     st = os.lstat(path)
@@ -205,7 +205,7 @@ def digest_of(path: Path, digests_file: Path | None) -> str:
         digest, leased = lookup(fd, digests_file)
         if digest is None:
             with open(fd, "rb", closefd=False) as fh:
-                digest = hash_stream(fh)
+                digest = hash_file(fh)
     finally:
         os.close(fd)
     if leased is not None:

@@ -7,8 +7,9 @@ import re
 from typing import Any, Callable
 
 from pytest_mlab.errors import TraceError
+from pytest_mlab.trace.snapshots.blobs import DIGEST_KEY, OLD_DIGEST_KEY
 
-_SHA_RE = re.compile(r"[0-9a-f]{64}")
+_DIGEST_RE = re.compile(r"[0-9a-f]{64}")  # BLAKE3's or, in format 1, sha256's
 
 
 def check_manifest(snapshot_id: str, manifest: Any) -> set[str]:
@@ -74,8 +75,9 @@ def _check_entry(rel: str, entry: Any, bad: Any) -> None:
         if not isinstance(entry["symlink"], str):
             raise bad(f"link target of {rel!r} is not a string")
         return
-    if not isinstance(entry.get("sha256"), str) or not _SHA_RE.fullmatch(entry["sha256"]):
-        raise bad(f"entry for {rel!r} has no valid sha256")
+    keys = [key for key in (DIGEST_KEY, OLD_DIGEST_KEY) if key in entry]
+    if len(keys) != 1 or not isinstance(entry[keys[0]], str) or not _DIGEST_RE.fullmatch(entry[keys[0]]):
+        raise bad(f"entry for {rel!r} has no valid {DIGEST_KEY} digest")
     if entry.get("mode") not in (0o644, 0o755):
         raise bad(f"entry for {rel!r} has mode {entry.get('mode')!r}")
 

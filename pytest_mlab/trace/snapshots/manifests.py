@@ -1,6 +1,7 @@
 """Manifests: ``manifests/<snapshot_id>.json``, one per distinct workspace state.
 
-A manifest maps each relative path to ``{"sha256", "size", "mode"}`` for a regular file or
+A manifest maps each relative path to ``{"blake3", "size", "mode"}`` for a regular file (format 1,
+written before BLAKE3, named the digest ``"sha256"``; such manifests are still read) or
 ``{"symlink": target}`` for a symbolic link, and lists empty directories. Its id is the hash of
 its canonical JSON, so identical steps share one manifest and the whole store is deduplicated.
 
@@ -25,7 +26,7 @@ from pytest_mlab.errors import TraceError
 from pytest_mlab.trace.snapshots.disk import TMP_PREFIX, unlink_quietly
 from pytest_mlab.trace.snapshots.manifest_checks import check_delta, check_manifest
 
-FORMAT = 1
+FORMAT = 2  # 2: blobs named by BLAKE3; 1: by sha256
 MAX_CHAIN = 32  # deltas between two whole manifests
 _READ_CACHE_SIZE = 8  # manifests kept once read back
 _ID_RE = re.compile(r"[0-9a-f]{16}")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from pytest_mlab.errors import TraceError
-from pytest_mlab.trace.snapshots.blobs import BlobStore
+from pytest_mlab.trace.snapshots.blobs import BlobStore, entry_digest
 from pytest_mlab.trace.snapshots.manifests import recorded_mode
 
 
@@ -46,11 +46,12 @@ def materialize(manifest: dict[str, Any], snapshot_id: str, dest: Path | str, bl
 def _place_blob(blobs: BlobStore, snapshot_id: str, rel: str, entry: dict[str, Any], target: Path,
                 link: bool) -> None:
     """Put a file at ``target``: a hard link if allowed and the modes agree, else a copy."""
-    blob = blobs.path(entry["sha256"])
+    digest = entry_digest(entry)
+    blob = blobs.path(digest)
     try:
         st = blob.stat()
         if st.st_size != entry["size"]:
-            raise blobs.cut_short(entry["sha256"], rel, snapshot_id)
+            raise blobs.cut_short(digest, rel, snapshot_id)
         if link and recorded_mode(st.st_mode) == entry["mode"]:
             try:
                 os.link(blob, target)
@@ -61,7 +62,7 @@ def _place_blob(blobs: BlobStore, snapshot_id: str, rel: str, entry: dict[str, A
     except FileNotFoundError:
         if blob.exists():
             raise
-        raise blobs.missing(entry["sha256"], rel, snapshot_id) from None
+        raise blobs.missing(digest, rel, snapshot_id) from None
     os.chmod(target, entry["mode"])
 
 

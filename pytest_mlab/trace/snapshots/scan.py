@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from pytest_mlab.errors import WorkspaceOverLimits
-from pytest_mlab.trace.snapshots.blobs import BlobStore, StoredBlob
+from pytest_mlab.trace.snapshots.blobs import DIGEST_KEY, BlobStore, StoredBlob
 from pytest_mlab.trace.snapshots import data_digests
 from pytest_mlab.trace.snapshots.digest_cache import RACY_WINDOW_NS, RacyWindow, StatKey
 from pytest_mlab.trace.snapshots.manifests import Entries, recorded_mode
@@ -168,7 +168,7 @@ def _store_file(scan: Scan, blobs: BlobStore, rel: str, dir_fd: int, name: str, 
         return None
     digest = _recall(scan, blobs, rel, st, data)
     if digest is not None:
-        return {"sha256": digest, "size": st.st_size, "mode": recorded_mode(st.st_mode)}
+        return {DIGEST_KEY: digest, "size": st.st_size, "mode": recorded_mode(st.st_mode)}
     fh = open_regular(rel, name, dir_fd)
     if fh is None:
         return None
@@ -184,7 +184,7 @@ def _store_file(scan: Scan, blobs: BlobStore, rel: str, dir_fd: int, name: str, 
     scan.added += stored.added
     if not data:
         scan.spend(stored.added)
-    return {"sha256": stored.digest, "size": stored.size, "mode": recorded_mode(st.st_mode)}
+    return {DIGEST_KEY: stored.digest, "size": stored.size, "mode": recorded_mode(st.st_mode)}
 
 
 def _recall(scan: Scan, blobs: BlobStore, rel: str, st: os.stat_result, data: bool) -> str | None:

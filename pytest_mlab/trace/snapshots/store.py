@@ -24,7 +24,7 @@ from typing import Any
 
 from pytest_mlab.errors import TraceError
 from pytest_mlab.trace.snapshots import data_digests
-from pytest_mlab.trace.snapshots.blobs import BlobStore
+from pytest_mlab.trace.snapshots.blobs import BlobStore, entry_digest
 from pytest_mlab.trace.snapshots.digest_cache import StatKey
 from pytest_mlab.trace.snapshots.durability import BackgroundSync
 from pytest_mlab.trace.snapshots.disk import stored_files
@@ -150,12 +150,13 @@ class SnapshotStore:
         entry = self._manifests.load(snapshot_id)["files"].get(rel)
         if entry is None or "symlink" in entry:
             return None
+        digest = entry_digest(entry)
         try:
-            data = self._blobs.path(entry["sha256"]).read_bytes()
+            data = self._blobs.path(digest).read_bytes()
         except FileNotFoundError:
-            raise self._blobs.missing(entry["sha256"], rel, snapshot_id) from None
+            raise self._blobs.missing(digest, rel, snapshot_id) from None
         if len(data) != entry["size"]:
-            raise self._blobs.cut_short(entry["sha256"], rel, snapshot_id)
+            raise self._blobs.cut_short(digest, rel, snapshot_id)
         return data
 
     def diff(self, old_id: str, new_id: str) -> dict[str, list[str]]:
