@@ -93,6 +93,7 @@ class LocalSandbox(OnHostWorkspace, Sandbox):
         self._leftovers: dict[int, int] = {}
         self._limits: Limits | None = None  # made by the first command
         self._standby: Standby | None = None  # the next command's shell, already in the cgroups
+        self._expecting_commands = False  # an agent's run: keep a shell waiting (expect_commands)
         # Also runs if the sandbox is garbage-collected or the interpreter exits unclosed, so
         # the home and stray processes do not outlive a caller that forgot ``close`` (the
         # workspace removes itself the same way).
@@ -159,6 +160,9 @@ class LocalSandbox(OnHostWorkspace, Sandbox):
         return result
 
     def expect_commands(self) -> None:
+        """From now on, a shell waits for each next command (standby.py); sandboxes that run one
+        command and close (a measurement, a grading) never pay for one."""
+        self._expecting_commands = True
         self._start_standby()
 
     def _from_standby(self, argv: list[str], environment: dict[str, str],
@@ -176,9 +180,9 @@ class LocalSandbox(OnHostWorkspace, Sandbox):
 
     def _start_standby(self) -> None:
         """Start the next command's shell, which joins the cgroups while the harness and the agent
-        go on; only where joining costs something (there are limits to set) and the previous one
-        was used."""
-        if self._standby is not None or self.files.closed:
+        go on; only once commands are expected, where joining costs something (there are limits
+        to set) and the previous shell was used."""
+        if not self._expecting_commands or self._standby is not None or self.files.closed:
             return
         steps = self.limits.shell_steps()
         if not steps:

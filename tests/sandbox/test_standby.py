@@ -27,6 +27,7 @@ ODD_ARGUMENTS = [" spaced  out ", "back\\slash", "ünïcödé", "$HOME", "-n", "
 def sb(tmp_path: Path) -> Iterator[LocalSandbox]:
     sandbox = LocalSandbox(tmp_path / "ws")
     (sandbox.files.root / "report.py").write_text(REPORT)
+    sandbox.expect_commands()
     yield sandbox
     sandbox.close()
 
@@ -43,7 +44,7 @@ def waiting_pid(sb: LocalSandbox) -> int:
 
 
 def test_the_next_command_runs_in_the_waiting_shell_as_a_fresh_one_would(sb: LocalSandbox) -> None:
-    fresh = report(sb, *ODD_ARGUMENTS)
+    fresh = report(sb, *ODD_ARGUMENTS, stdin="")  # input on stdin, even none: started afresh
     ahead = waiting_pid(sb)
     through_standby = report(sb, *ODD_ARGUMENTS)
     assert through_standby["pid"] == ahead
@@ -87,6 +88,7 @@ def test_a_workspace_put_back_in_place_is_where_the_command_runs(sb: LocalSandbo
 
 def test_close_ends_the_waiting_shell(tmp_path: Path) -> None:
     sandbox = LocalSandbox(tmp_path / "ws")
+    sandbox.expect_commands()
     sandbox.exec([sandbox.python, "-c", "pass"], timeout=60, output_limit=1000)
     ahead = waiting_pid(sandbox)
     sandbox.close()
@@ -105,3 +107,10 @@ def test_an_agent_run_finds_a_shell_waiting_for_its_first_command(tmp_path: Path
     finally:
         env.sandbox.close()
         env.trace.close()
+
+
+def test_a_sandbox_for_one_command_keeps_no_shell_waiting(tmp_path: Path) -> None:
+    """A measurement or a grading opens a sandbox, runs one command and closes it."""
+    with LocalSandbox(tmp_path / "ws") as sandbox:
+        sandbox.exec([sandbox.python, "-c", "pass"], timeout=60, output_limit=1000)
+        assert sandbox._standby is None
