@@ -210,8 +210,10 @@ class _HashBehind:
         return self._digest.hexdigest()
 
     def stop(self) -> None:
-        self._pieces.put(None)
-        self._thread.join()
+        """End the thread once the pieces added are hashed (again: nothing)."""
+        if self._thread.is_alive():
+            self._pieces.put(None)
+            self._thread.join()
 
     def _hash(self) -> None:
         try:
