@@ -170,12 +170,13 @@ class LocalSandbox(OnHostWorkspace, Sandbox):
         """The command started in the waiting standby shell (standby.py), or None where there is
         none or it cannot run this command (the shell is then ended: the cgroups are emptied after
         every command, and a new one is started after this command)."""
-        standby, self._standby = self._standby, None
+        standby = self._standby
         if standby is None:
             return None
         if not standby.fits(argv, environment, stdin):
-            standby.discard()
+            self._discard_standby()
             return None
+        self._standby = None
         return standby.run(argv)
 
     def _start_standby(self) -> None:
