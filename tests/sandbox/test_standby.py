@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -114,3 +115,34 @@ def test_a_sandbox_for_one_command_keeps_no_shell_waiting(tmp_path: Path) -> Non
     with LocalSandbox(tmp_path / "ws") as sandbox:
         sandbox.exec([sandbox.python, "-c", "pass"], timeout=60, output_limit=1000)
         assert sandbox._standby is None
+
+
+INJECTOR = """
+import os, subprocess, sys
+if os.fork():  # the command returns; a detached survivor keeps trying for a few seconds
+    sys.exit(0)
+os.setsid()
+import time
+end = time.time() + 3
+while time.time() < end:
+    for pid in os.listdir("/proc"):
+        try:
+            if b"mlab-standby" in open(f"/proc/{pid}/cmdline", "rb").read():
+                with open(f"/proc/{pid}/fd/0", "w") as stdin:
+                    stdin.write("3\\n/bin/sh\\n-c\\ntouch injected\\n")
+        except OSError:
+            pass
+    time.sleep(0.01)
+"""
+
+
+def test_a_survivor_of_the_last_command_cannot_hand_the_waiting_shell_a_command(sb: LocalSandbox) -> None:
+    """The shell waits only once everything the last command left is killed: nothing can write
+    the command line before the harness does."""
+    (sb.files.root / "inject.py").write_text(INJECTOR)
+    sb.exec([sb.python, "inject.py"], timeout=60, output_limit=1000)
+    ahead = waiting_pid(sb)
+    time.sleep(1)  # the agent thinks: the shell waits, the survivor (were it alive) tries
+    seen = report(sb, "mine")
+    assert seen["argv"] == ["mine"] and seen["pid"] == ahead
+    assert not (sb.files.root / "injected").exists()
