@@ -17,8 +17,12 @@ EXTRAS = "smoke,tasks,dev,html,ray"
 
 
 def deptry(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "deptry", *args, "--no-ansi"], cwd=root, capture_output=True,
-                          text=True, timeout=300)
+    """deptry over ``root``, leaving out any virtual environment made inside it (deptry itself
+    skips only ``.venv`` and ``venv``; a checkout with ``.v/`` would fail on pip's own imports)."""
+    environments = [entry.name for entry in root.iterdir() if (entry / "pyvenv.cfg").is_file()]
+    exclude = [arg for name in environments for arg in ("--extend-exclude", name)]
+    return subprocess.run([sys.executable, "-m", "deptry", *args, *exclude, "--no-ansi"], cwd=root,
+                          capture_output=True, text=True, timeout=300)
 
 
 def test_every_import_in_the_repository_is_declared():
