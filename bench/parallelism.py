@@ -5,8 +5,10 @@ Run: python bench/parallelism.py [--tasks diabetes,house-price,spaceship-titanic
                                  [--pytest-args "-p no:hypothesispytest"]
 
 The tasks' mini data is prepared once, before anything is timed; every session then gets its
-own copy of that cache and its own results folder, so no session waits on another's locks. Each
-results folder starts with the results.json of one untimed ``-n 0`` session run first, as a
+own copy of that cache and its own results folder, so no session waits on another's locks. One
+untimed ``-n 0`` session runs first (it also leaves the harness's bytecode written, as an installed
+package has it, whatever PYTHONDONTWRITEBYTECODE says in the caller's shell). Each timed
+results folder starts with that session's results.json, as a
 user's results folder holds the rows of earlier sessions: under xdist, runs then go out longest
 first, planned from those times (pytest_mlab/plugin/schedule.py); ``--no-history`` starts every
 session empty (xdist's own load scheduling, as in a first session). The sessions alternate (``-n 0``, ``-n N``, ``-n 0``, ...: ABAB), so
@@ -46,7 +48,11 @@ REPO = Path(__file__).resolve().parents[1]
 TASKS = ("diabetes", "house-price", "spaceship-titanic", "parkinsons-disease")
 CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 CLI = "import sys; from pytest_mlab.cli import main; sys.exit(main(sys.argv[1:]))"
-ENV = {**os.environ, "PYTHONPATH": str(REPO)}  # this checkout's harness, wherever the package is installed
+# this checkout's harness, wherever the package is installed; bytecode is written and read, as on a
+# user's machine: with PYTHONDONTWRITEBYTECODE every process compiles whatever changed since bytecode
+# was last written, and -n 2 starts three processes where -n 0 starts one
+ENV = {**{key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"},
+       "PYTHONPATH": str(REPO)}
 
 
 class CpuGroup:
@@ -149,11 +155,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-parallelism-") as folder:
         scratch = Path(folder)
         prepare(tasks, scratch / "prepared")
-        history = None
-        if not args.no_history:  # an untimed first session: the rows every timed session starts with
-            first = session(tasks, args.agent, 0, scratch / "prepared", scratch, "history", shlex.split(args.pytest_args))
-            history = scratch / "out-history" / "results.json"
-            print(json.dumps({"history": first["items"]}), flush=True)
+        # an untimed first session: the rows every timed session starts with (unless --no-history)
+        first = session(tasks, args.agent, 0, scratch / "prepared", scratch, "history", shlex.split(args.pytest_args))
+        print(json.dumps({"history": first["items"]}), flush=True)
+        history = None if args.no_history else scratch / "out-history" / "results.json"
         sessions = []
         for round_ in range(args.rounds):
             for workers in (0, args.workers):

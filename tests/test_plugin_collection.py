@@ -772,6 +772,23 @@ def test_a_run_that_collects_no_spec_loads_neither_the_engine_nor_heavy_librarie
     assert set(loaded["ours"]) <= PLAIN_TEST_MODULES, sorted(set(loaded["ours"]) - PLAIN_TEST_MODULES)
 
 
+@pytest.mark.parametrize("xdist", [("-p", "no:xdist"), ("-n", "2")])
+def test_collect_only_of_specs_imports_no_report_library(pytester, toy_project, mlab_cache, xdist) -> None:
+    """The report's libraries load in the background only for a session that will run something:
+    ``--collect-only`` writes no report, so it does not pay the second of CPU they cost."""
+    pytester.makeconftest("""
+        import sys
+
+        def pytest_unconfigure(config):
+            if not hasattr(config, "workerinput"):  # the controller, or the only process
+                loaded = [name for name in ("pandas", "matplotlib") if name in sys.modules]
+                open("loaded.txt", "w").write(",".join(loaded) or "-")
+        """)
+    result = run_specs(pytester, "--collect-only", "-q", *xdist, cache_dir=mlab_cache, subprocess=True)
+    assert result.ret == pytest.ExitCode.OK, output_of(result)
+    assert (pytester.path / "loaded.txt").read_text() == "-"
+
+
 def test_a_bad_option_value_is_a_usage_error_even_when_no_spec_is_collected(pytester) -> None:
     """Setting an option asks for pytest-mlab: it is checked at start-up, as before any run."""
     pytester.makepyfile(test_plain="def test_plain():\n    pass\n")

@@ -87,7 +87,8 @@ class ResultsReporter:
         from pytest_mlab.plugin.notices import unused_llm_notice
         from pytest_mlab.results.report import warm_up
 
-        self.warming = warm_up()  # the report's libraries load while the runs go on
+        if not config.option.collectonly:  # it runs nothing and writes no report
+            self.warming = warm_up()  # the report's libraries load while the runs go on
 
         terminal = config.pluginmanager.getplugin("terminalreporter")
         if terminal is None:
