@@ -274,6 +274,12 @@ def _with_arguments(entries: dict[str, str], spec: ActionSpec) -> ParsedResponse
         problem = (f"{spec.name} has no argument{'s' if len(unknown) > 1 else ''} {listed}"
                    f" (its arguments: {', '.join(names) or 'none'})")
         return ParsedResponse(entries, spec.name, None, problem, ACTION_INPUT)
+    missing = [argument.name for argument in spec.arguments if argument.required and argument.name not in value]
+    if missing:  # the original reads it as an input it cannot parse ("Argument mismatch"): nothing runs
+        listed = ", ".join(f"'{key}'" for key in missing)
+        problem = (f"{spec.name} needs the argument{'s' if len(missing) > 1 else ''} {listed}"
+                   f" (its arguments: {', '.join(names)})")
+        return ParsedResponse(entries, spec.name, None, problem, ACTION_INPUT)
     types = {argument.name: argument.type for argument in spec.arguments}
     arguments = {key: _joined(item) if types[key] == "string" else item for key, item in value.items()}
     return ParsedResponse(entries, spec.name, arguments, None, OK)

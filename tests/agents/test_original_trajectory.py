@@ -10,6 +10,7 @@ a step whose input could not be read), and the re-ask after a response with no a
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import yaml
@@ -18,14 +19,15 @@ from pytest_mlab.agents.research import ResearchAgent
 from pytest_mlab.trace import read_trace
 from tests.agents.fakes import FakeLLM, agent_actions, agent_plan, environment
 
-FIXTURE = Path(__file__).parents[1] / "fixtures" / "original_trajectory"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+FIXTURE = FIXTURES / "original_trajectory"
 LOG = "Append Summary to Research Log"
 
 
-def original_steps() -> list[tuple[str, dict]]:
+def original_steps(fixture: Path = FIXTURE) -> list[tuple[str, dict]]:
     """The original's environment steps up to its Final Answer (after it, the original still
     writes a research-log entry into an environment that has shut down; ours stops)."""
-    steps = [(s["action"]["name"], s["action"]["args"]) for s in json.loads((FIXTURE / "trace.json").read_text())["steps"]]
+    steps = [(s["action"]["name"], s["action"]["args"]) for s in json.loads((fixture / "trace.json").read_text())["steps"]]
     return steps[:[name for name, _ in steps].index("Final Answer") + 1]
 
 
@@ -54,3 +56,28 @@ def test_replayed_completions_take_the_original_actions(tmp_path):
 def _as_we_execute(arguments: dict) -> dict:
     """A list given for a text argument is executed as its lines."""
     return {key: "\n".join(value) if isinstance(value, list) else value for key, value in arguments.items()}
+
+
+def test_a_missing_required_argument_is_an_input_the_original_could_not_parse(tmp_path):
+    """Understand File without things_to_look_for: no environment step in the original, the
+    refusal names the missing argument, and the research log numbers the steps as the original's
+    history does (the refused step leaves it once the next input is read, so its number is reused)."""
+    fixture = FIXTURES / "original_trajectory_missing_argument"
+    calls = yaml.safe_load((fixture / "calls.yaml").read_text())
+    llm = FakeLLM([(call["role"], call["text"]) for call in calls])
+    env = environment(tmp_path, agent_actions("research"), llm, files={"train.py": "print('accuracy 0.5')\n"})
+    ResearchAgent(agent_plan("research"), env.llm).run(env)
+
+    assert not llm.responses, "every recorded completion was asked for"
+    ours = [r for r in read_trace(tmp_path / "trace.jsonl") if r["type"] == "step"]
+    refused = [s for s in ours if s["observation"].startswith("ActionInputParsingError")]
+    assert [(s["action"], s["arguments"]) for s in refused] == [("Understand File", None)]
+    assert "Understand File needs the argument 'things_to_look_for'" in refused[0]["observation"]
+    taken = [(s["action"], s["arguments"]) for s in ours if s not in refused]
+    expected = original_steps(fixture)
+    assert [name for name, _ in taken] == [name for name, _ in expected]
+    assert [step for step in taken if step[0] != LOG] == [step for step in expected if step[0] != LOG]
+    assert env.end_reason == "final answer"
+    log = (tmp_path / "ws" / "research_log.log").read_text()
+    assert re.findall(r"^Step (\d+):", log, re.MULTILINE) == ["0", "1", "2"]
+    assert "without saying what to look for" in log.split("Step 1:")[1].split("Step 2:")[0]

@@ -97,8 +97,8 @@ def test_key_by_key_refuses_a_value_whose_quote_never_closes():
 
 # ------------------------------------------------------------------ read_response
 
-def spec(name: str, **types: str) -> ActionSpec:
-    arguments = tuple(ArgumentSpec(argument, kind, "") for argument, kind in types.items())
+def spec(name: str, *, optional: bool = False, **types: str) -> ActionSpec:
+    arguments = tuple(ArgumentSpec(argument, kind, "", required=not optional) for argument, kind in types.items())
     return ActionSpec(name, "", arguments, "", "tests:none", "test")
 
 
@@ -107,7 +107,7 @@ ACTIONS = {action.name: action for action in (
     spec("Edit Script (AI)", script_name="string", edit_instruction="string", save_name="string"),
     spec("Edit Script Segment (AI)", script_name="string", start_line_number="integer", end_line_number="integer",
          edit_instruction="string", save_name="string"),
-    spec("Train", epochs="integer", rate="number", shuffle="boolean", notes="string", layers="integer"),
+    spec("Train", optional=True, epochs="integer", rate="number", shuffle="boolean", notes="string", layers="integer"),
     spec("Final Answer", final_answer="string"),
 )}
 REACT = ["Thought", "Action", "Action Input"]
@@ -137,8 +137,16 @@ def test_a_list_becomes_its_lines_only_where_a_string_is_expected():
     assert read("Train", '{"notes": ["only"]}').arguments == {"notes": "only"}
 
 
-def test_missing_arguments_are_left_to_the_environment():
-    assert read("Train", '{"epochs": 3}').arguments == {"epochs": 3}
+def test_a_missing_required_argument_is_an_action_input_problem_as_in_the_original():
+    """The original reads keys that are not exactly the action's arguments as an input it cannot
+    parse (agents/agent.py, "Argument mismatch"): nothing runs. Optional arguments may be left out."""
+    parsed = read("Edit Script (AI)", '{"script_name": "train.py", "edit_instruction": "add a layer"}')
+    assert (parsed.kind, parsed.arguments) == ("action input", None)
+    assert parsed.problem == ("Edit Script (AI) needs the argument 'save_name' "
+                              "(its arguments: script_name, edit_instruction, save_name)")
+    parsed = read("Edit Script (AI)", '{"script_name": "train.py"}')
+    assert parsed.problem.startswith("Edit Script (AI) needs the arguments 'edit_instruction', 'save_name' (")
+    assert read("Train", '{"epochs": 3}').arguments == {"epochs": 3}  # the others have defaults
 
 
 @pytest.mark.parametrize("action_input, message", [
