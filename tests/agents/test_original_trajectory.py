@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -31,17 +32,23 @@ def original_steps(fixture: Path = FIXTURE) -> list[tuple[str, dict]]:
     return steps[:[name for name, _ in steps].index("Final Answer") + 1]
 
 
-def test_replayed_completions_take_the_original_actions(tmp_path):
-    calls = yaml.safe_load((FIXTURE / "calls.yaml").read_text())
+def replay(fixture: Path, tmp_path: Path) -> tuple[Any, list[dict], list[dict]]:
+    """The fixture's completions through our research agent: its Environment, our steps that the
+    original would have refused to parse, and the others."""
+    calls = yaml.safe_load((fixture / "calls.yaml").read_text())
     llm = FakeLLM([(call["role"], call["text"]) for call in calls])
     env = environment(tmp_path, agent_actions("research"), llm, files={"train.py": "print('accuracy 0.5')\n"})
     ResearchAgent(agent_plan("research"), env.llm).run(env)
-
     assert not llm.responses, "every recorded completion was asked for"
     ours = [r for r in read_trace(tmp_path / "trace.jsonl") if r["type"] == "step"]
     refused = [s for s in ours if s["observation"].startswith("ActionInputParsingError")]
+    return env, refused, [s for s in ours if s not in refused]
+
+
+def test_replayed_completions_take_the_original_actions(tmp_path):
+    env, refused, kept = replay(FIXTURE, tmp_path)
     assert [s["action"] for s in refused] == ["Execute Script"]  # a step of ours, an agent-only step there
-    taken = [(s["action"], s["arguments"]) for s in ours if s not in refused]
+    taken = [(s["action"], s["arguments"]) for s in kept]
     expected = original_steps()
     assert [name for name, _ in taken] == [name for name, _ in expected]
     for (name, ours_args), (_, their_args) in zip(taken, expected):
@@ -63,17 +70,10 @@ def test_a_missing_required_argument_is_an_input_the_original_could_not_parse(tm
     refusal names the missing argument, and the research log numbers the steps as the original's
     history does (the refused step leaves it once the next input is read, so its number is reused)."""
     fixture = FIXTURES / "original_trajectory_missing_argument"
-    calls = yaml.safe_load((fixture / "calls.yaml").read_text())
-    llm = FakeLLM([(call["role"], call["text"]) for call in calls])
-    env = environment(tmp_path, agent_actions("research"), llm, files={"train.py": "print('accuracy 0.5')\n"})
-    ResearchAgent(agent_plan("research"), env.llm).run(env)
-
-    assert not llm.responses, "every recorded completion was asked for"
-    ours = [r for r in read_trace(tmp_path / "trace.jsonl") if r["type"] == "step"]
-    refused = [s for s in ours if s["observation"].startswith("ActionInputParsingError")]
+    env, refused, kept = replay(fixture, tmp_path)
     assert [(s["action"], s["arguments"]) for s in refused] == [("Understand File", None)]
     assert "Understand File needs the argument 'things_to_look_for'" in refused[0]["observation"]
-    taken = [(s["action"], s["arguments"]) for s in ours if s not in refused]
+    taken = [(s["action"], s["arguments"]) for s in kept]
     expected = original_steps(fixture)
     assert [name for name, _ in taken] == [name for name, _ in expected]
     assert [step for step in taken if step[0] != LOG] == [step for step in expected if step[0] != LOG]
