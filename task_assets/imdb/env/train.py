@@ -11,7 +11,8 @@ from datasets import load_dataset
 if __name__ == "__main__":
     # The reviews, as the Hugging Face dataset "imdb" arranges them: the splits train (text, label:
     # 0 negative, 1 positive), test (text; its labels are withheld, so label is -1) and unsupervised
-    # (text, label -1). The pretrained DistilBERT and its tokenizer are in distilbert-base-uncased/.
+    # (text, label -1). The pretrained DistilBERT and its tokenizer are in distilbert-base-uncased/;
+    # nothing can be downloaded. The submission is scored by its accuracy on the test reviews.
     imdb = load_dataset("parquet", data_files={split: f"imdb/{split}.parquet"
                                                for split in ("train", "test", "unsupervised")})
 
