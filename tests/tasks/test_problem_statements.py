@@ -49,12 +49,12 @@ NUMBERS = {2: "two", 3: "three", 4: "four", 5: "five"}
 
 @pytest.mark.parametrize("task", [task for task in paper_tasks() if task.metric.measure and
                                   task.metric.measure.timing_repeats], ids=lambda task: task.name)
-def test_a_timed_tasks_evaluation_details_give_its_rounds_and_slow_bound(task):
-    """The rounds of the timing and the slow bound are part of the rule the agent is told
-    (evaluation_details.txt)."""
+def test_a_timed_tasks_starter_gives_its_rounds_and_slow_bound(task):
+    """The rounds of the timing and the slow bound are part of the rule the agent is told, in the
+    opening comment of the starter: the only file these tasks' originals ship."""
     from pytest_mlab.grading.timing import SLOW_BOUND, SLOW_GRACE_S
 
-    details = " ".join((task.assets / "env" / "evaluation_details.txt").read_text().split())
+    details = " ".join((task.assets / "env" / task.starter).read_text().split())
     rounds = NUMBERS[task.metric.measure.timing_repeats]
     assert f"{rounds} times each" in details and f"(always {rounds} rounds)" in details
     assert f"more than {NUMBERS[int(SLOW_BOUND)]} times the original's" in details

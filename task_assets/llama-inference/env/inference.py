@@ -3,11 +3,37 @@
 Running it loads the model, takes the first NUM_BATCHES batches of CONTEXT_LENGTH-token prompts
 from the WikiText-103 test text, generates GENERATION_LENGTH new token per prompt, and prints the
 average generation time per batch, which, with one new token for all the prompts of a batch at
-once, is the time per generated token.
+once, is the time per generated token. It uses the GPU when there is one.
 
-For the score, the harness imports this file, calls ``load_model()`` once, then times
-``generate(model, input_ids)`` on batches of prompts of the same shape drawn at random at each
-grading, against the original file (see evaluation_details.txt).
+Files: llama-7b/ holds a LLaMA causal language model in the Hugging Face format (load it with
+AutoModelForCausalLM and AutoTokenizer from "llama-7b"; there is no network, so nothing can be
+downloaded); wikitext/test.txt holds the WikiText-103 test text, one row per line.
+
+How this file is scored (what main() prints is not used):
+  1. A fresh Python process, in the workspace, limited to one CPU thread (torch.set_num_threads(1)
+     and one BLAS thread), imports numpy, torch and transformers, runs `import inference` (so
+     main() does not run), calls `model, tokenizer = inference.load_model()` once, then
+     `inference.generate(model, input_ids)` once on each of 100 batches of prompts: LongTensors
+     of shape (4, 128) on the CPU, each prompt the BOS token and 127 tokens drawn at random from
+     the vocabulary anew at each grading (a batch's time does not depend on its tokens).
+  2. It runs the same process with the original inference.py, and one that only starts Python
+     and does the imports, three times each, interleaved, each in a fresh copy of the workspace
+     (always three rounds). Without a GPU the harness counts each process's CPU time from
+     outside it (its threads and child processes included); with a GPU its clock times each
+     process from start to end (outputs must reach the CPU before it ends). Loading the model
+     counts either way. The score is
+         (fastest with your file - fastest start-up) / (fastest with the original - fastest start-up),
+     lower is better and 1.0 is the original's speed; work under 0.01 s of CPU counts as
+     0.01 s. A file whose first timed process takes more than four times the original's time,
+     or does not end within four times the original's wall-clock time plus 10 s, is stopped,
+     not timed again, and scores 4.0.
+  3. generate must return token ids of shape (batch, 128 + 1): the prompt unchanged, then the
+     greedy next token. In every run at least 90% of the new tokens must equal the greedy
+     continuation the original generates for the same prompts. Keep the names load_model and
+     generate and their arguments, the part marked DO NOT EDIT and the final print of main();
+     load_model must load llama-7b/ and may prepare the model further for generate. Extra
+     packages cannot be installed. If importing this file, load_model() or generate() raises,
+     returns the wrong shape or changes the text, the submission is invalid and says why.
 """
 
 import time

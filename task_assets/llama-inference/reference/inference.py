@@ -25,7 +25,7 @@ once, is the time per generated token.
 
 For the score, the harness imports this file, calls ``load_model()`` once, then times
 ``generate(model, input_ids)`` on batches of prompts of the same shape drawn at random at each
-grading, against the original file (see evaluation_details.txt).
+grading, against the original file (see the starter's opening comment).
 """
 
 import time

@@ -1,7 +1,37 @@
 """A 2D convolution layer written with plain Python loops over numpy arrays.
 
-Running this script builds the layer, runs one forward pass on a random batch, prints the time
-both took and writes it to submission.csv.
+Running this script builds the layer, runs one forward pass on a random batch of shape
+(32, 64, 64, 3) with 8 filters of size 3x3, stride 2 and padding 2 (output (32, 33, 33, 8)),
+prints the time both took and writes it to submission.csv.
+
+What the layer computes: inputs are channels-last batches (batch, height, width,
+input_channels); kernel_matrices has shape (kernel_size, kernel_size, input_channels,
+num_filters) and biases (1, 1, 1, num_filters). The input is zero-padded by `padding` pixels on
+each side of height and width (not at all when `padding` is not an int); every kernel-sized
+window, taken every `stride` pixels, is multiplied element-wise by each filter and summed, and
+the filter's bias is added; with activation "relu", negative results become 0.
+
+How this file is scored (the printed time and submission.csv are not used):
+  1. A fresh Python process, in the workspace, with numpy's BLAS limited to one thread, runs
+     `import train` (main() is not called, so keep it under `if __name__ == "__main__":`),
+     builds Conv2DLayer(3, 8, 3, 2, 2, "relu") with the arguments by position, replaces
+     layer.kernel_matrices (3, 3, 3, 8) and layer.biases (1, 1, 1, 8) with its own float64
+     arrays, and calls layer.forward once on a float64 batch of shape (32, 64, 64, 3) (16
+     images on the small test data). Batch, kernel and biases are random standard normal
+     values drawn anew at each grading.
+  2. The harness counts that whole process's CPU time from outside it (its threads and child
+     processes and the import of this file included). It runs the same process with the
+     original file, and one that only starts Python and imports numpy, five times each,
+     interleaved, each in a fresh copy of the workspace (always five rounds). The score is
+         (fastest with your file - fastest start-up) / (fastest with the original - fastest start-up),
+     lower is better and 1.0 is the original's speed; work under 0.01 s of CPU counts as
+     0.01 s. A file whose first timed process takes more than four times the original's CPU
+     time, or does not end within four times the original's wall-clock time plus 10 s, is
+     stopped, not timed again, and scores 4.0.
+  3. In each of the five runs, forward must return an array of shape (batch, 33, 33, 8) equal
+     to the original loops' output on the same inputs (np.allclose, rtol=1e-5, atol=1e-5). A
+     wrong result, a missing Conv2DLayer or an exception gets no score.
+Only numpy and the Python standard library are available.
 """
 
 import csv
