@@ -6,7 +6,29 @@ length (at most 1,024 tokens). Training follows Hugging Face's run_clm example w
 defaults: 1 epoch, batch 16, AdamW at 5e-5 decaying linearly to 0 without warm-up, gradients
 clipped at norm 1, seed 42. Every 20% of the steps, and at the end, it prints the loss,
 next-token accuracy and perplexity on the first 200 dev blocks. The model and tokenizer are
-saved to output/: the submission, scored by its perplexity on the hidden test split.
+saved to output/: the submission, scored by its perplexity on the hidden test split (lower is
+better).
+
+The data (the strict-small track: about 10 million words of English, roughly what a child hears
+by the age of 13, from ten sources: aochildes, bnc_spoken, cbt, children_stories, gutenberg,
+open_subtitles, qed, simple_wikipedia, switchboard and wikipedia):
+  babylm_data/babylm_10M/<source>.train  training text, one utterance or sentence per line
+  babylm_data/babylm_dev/<source>.dev    held-out text of the same sources, for validation
+  gpt2/                                  GPT-2's configuration and tokenizer, no weights
+                                         (AutoConfig/AutoTokenizer.from_pretrained("gpt2"));
+                                         there is no network, so nothing can be downloaded
+The test split is hidden. No pretrained weights may be used: train from scratch on this data.
+
+How output/ is scored: it must hold a causal language model that transformers loads with
+AutoModelForCausalLM.from_pretrained("output") (config.json and safetensors weights, as
+model.save_pretrained writes; pickled weights and models that need custom code are not loaded)
+and the tokenizer it was trained with (tokenizer.save_pretrained). The grader, with its own copy
+of babyLM_for_hf.py, reads the test lines of the ten sources as they are; that tokenizer
+tokenizes them 1,000 lines at a time, each group's tokens are joined and cut into blocks of the
+tokenizer's model_max_length tokens, at most 1,024 (each group's shorter last piece dropped),
+and the score is exp(mean next-token cross-entropy) over all blocks. So the model must accept
+blocks of that length and predict every token id the tokenizer gives; a missing or unloadable
+model or tokenizer, too few positions or output classes, or NaN losses make it invalid.
 """
 
 import math
