@@ -549,7 +549,7 @@ def test_a_full_run_of_the_toy_project(pytester, toy_project, mlab_cache) -> Non
     assert "pytest-mlab results" in output
     result.stdout.re_match_lines([r"\s*task\s+agent\s+seed\s+score\s+baseline\s+improvement\s+success\s+steps"
                                   r"\s+time\s+result\s*$",
-                                  r"\s*toy\s+baseline\s+0\s+90\s+90\s+\+0\.0%\s+no\s+2\s+\S+\s+PASS\s*$",
+                                  r"\s*toy\s+baseline\s+0\s+90\s+90\s+\+0\.0%\s+n/a\s+2\s+\S+\s+PASS\s*$",
                                   r"\s*toy\s+reference\s+0\s+0\s+90\s+\+100\.0%\s+yes\s+3\s+\S+\s+PASS\s*$"])
     results_path = toy_project / "mlab-results" / "results.json"
     assert f"results: {results_path}" in output

@@ -1,9 +1,18 @@
 """Aggregate run results the way the paper reports them: per (task, agent, llm, variant) and per agent.
 
 Success rates carry a 95% Wilson interval, which stays inside [0, 1] and is honest for the
-handful of seeds a benchmark run can afford (the normal approximation is not). They come two
-ways: over all runs, and over the runs that did not fail for infrastructure reasons (provider
-errors, a dead worker, the sandbox), which is the paper's denominator.
+handful of seeds a benchmark run can afford (the normal approximation is not). They come three
+ways: over all runs; over the runs that did not fail for infrastructure reasons (provider
+errors, a dead worker, the sandbox, Ctrl-C); and by the paper's rule (``paper_*``), which drops
+the runs the original's plot.py drops (results/paper.py): a time-out or crash too, and keeps the
+errored runs of the GPT-4 research agents as failures. The second is ours; the third is there to
+compare with the paper's numbers.
+
+The baseline agent (``expect: baseline``) runs the unchanged starter: it is the reference that
+improvement is measured from, so it cannot succeed by definition. Its rows carry ``expect``
+and ``passed`` (its items check the baseline), which the tables show instead of a rate. Against a
+pinned baseline (a placeholder such as fathomnet's 1e-10, not a measurement) its improvement
+means nothing and is left out of the means.
 
 An agent's headline, the paper's "average success rate", averages its tasks tagged ``paper``
 (the 13 tasks the paper scores by success); smoke tasks, the LLM-tool tasks and a project's own
@@ -23,6 +32,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from pytest_mlab.results.paper import paper_count
 from pytest_mlab.results.record import RunResult
 
 PAPER_TAG = "paper"
@@ -66,6 +76,13 @@ def group_key(run: RunResult | dict[str, Any], keys: tuple[str, ...] = GROUP_KEY
     return tuple(data.get(key) for key in keys)
 
 
+def measured_improvement(run: RunResult, value: float | None) -> float | None:
+    """``value`` (an improvement of ``run``), or None where it measures nothing: the baseline
+    agent's against a pinned baseline (fathomnet's starter scores 0 against the placeholder 1e-10:
+    -100% says nothing about the starter, which is the baseline)."""
+    return None if run.expect == "baseline" and run.baseline_pinned else value
+
+
 def summarize(runs: list[RunResult]) -> dict[str, Any]:
     """One group's numbers (the same fields whatever the group)."""
     n = len(runs)
@@ -75,13 +92,22 @@ def summarize(runs: list[RunResult]) -> dict[str, Any]:
     harness = Counter(run.failure for run in runs if run.failure and run.infrastructure)
     infrastructure = sum(1 for run in runs if run.infrastructure)
     agent_runs = n - infrastructure
+    counted = [count for count in map(paper_count, runs) if count.counted]
+    paper_successes = sum(1 for count in counted if count.success)
+    paper_low, paper_high = wilson_interval(paper_successes, len(counted))
+    expects = {run.expect for run in runs}
     return {
         "runs": n, "successes": successes, "success_rate": successes / n if n else None,
         "ci_low": low, "ci_high": high, "infrastructure_failures": infrastructure,
         "success_rate_excluding_infrastructure": successes / agent_runs if agent_runs else None,
+        "paper_runs": len(counted), "paper_successes": paper_successes,
+        "paper_success_rate": paper_successes / len(counted) if counted else None,
+        "paper_ci_low": paper_low, "paper_ci_high": paper_high, "paper_dropped": n - len(counted),
+        "expect": expects.pop() if len(expects) == 1 else "mixed", "passed": sum(1 for run in runs if run.passed),
+        "baseline_pinned": any(run.baseline_pinned for run in runs),
         "valid_rate": sum(1 for run in runs if run.valid) / n if n else None,
-        "mean_improvement": _mean(run.improvement for run in runs if run.valid),
-        "best_step_improvement": _mean(run.best_improvement for run in runs),
+        "mean_improvement": _mean(measured_improvement(run, run.improvement) for run in runs if run.valid),
+        "best_step_improvement": _mean(measured_improvement(run, run.best_improvement) for run in runs),
         "mean_score": _mean(run.score for run in runs if run.valid),
         "mean_tokens": _mean(run.tokens for run in runs), "mean_cost": _mean(run.cost for run in runs),
         "total_cost": sum(run.cost or 0.0 for run in runs), "mean_wall_time": _mean(run.wall_time for run in runs),
@@ -113,6 +139,9 @@ def aggregate(runs: list[RunResult]) -> dict[str, Any]:
                        "average_success_rate": _mean(row["success_rate"] for row in headline),
                        "average_success_rate_excluding_infrastructure": _mean(
                            row["success_rate_excluding_infrastructure"] for row in headline),
+                       "paper_average_success_rate": _mean(row["paper_success_rate"] for row in headline),
+                       "paper_dropped": sum(row["paper_dropped"] for row in rows),
+                       "expect": _expect(rows),
                        "median_improvement": _median(row["mean_improvement"] for row in headline),
                        "average_improvement": _mean(row["mean_improvement"] for row in headline),
                        "other_tasks": len(others),
@@ -121,6 +150,12 @@ def aggregate(runs: list[RunResult]) -> dict[str, Any]:
                        "mean_tokens": _mean(run.tokens for run in agent_runs),
                        "total_cost": sum(run.cost or 0.0 for run in agent_runs)})
     return {"groups": groups, "agents": agents}
+
+
+def _expect(rows: list[dict[str, Any]]) -> str:
+    """What an agent's items assert: ``baseline``, ``success``, or ``mixed``."""
+    expects = {row["expect"] for row in rows}
+    return expects.pop() if len(expects) == 1 else "mixed"
 
 
 def metric_spread(runs: list[RunResult]) -> list[dict[str, Any]]:

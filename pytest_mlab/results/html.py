@@ -11,6 +11,7 @@ import base64
 import difflib
 import html
 import json
+from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from pytest_mlab.errors import TraceError
 from pytest_mlab.results.aggregate import aggregate, metric_spread
 from pytest_mlab.results.environment import describe_environment
+from pytest_mlab.results.paper import paper_count
 from pytest_mlab.results.record import RunResult
 from pytest_mlab.results.strict_json import dumps
 from pytest_mlab.trace.step_scores import saved_step_scores
@@ -74,8 +76,10 @@ def _llm_call(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run(result: RunResult) -> dict[str, Any]:
-    """The run's row plus its trace: ``steps`` stays the row's count, ``step_records`` the steps."""
-    run = {**result.to_dict(), "step_records": [], "ended": None, "curve": None, "problem": None, "late_llm": []}
+    """The run's row plus its trace: ``steps`` stays the row's count, ``step_records`` the steps;
+    ``paper``: how the paper's rule counts it (results/paper.py)."""
+    run = {**result.to_dict(), "paper": asdict(paper_count(result)), "step_records": [], "ended": None, "curve": None,
+           "problem": None, "late_llm": []}
     run_dir = Path(result.run_dir) if result.run_dir else None
     if run_dir is None:
         return run

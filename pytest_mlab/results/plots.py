@@ -1,12 +1,12 @@
 """The paper's figures as PNGs: success rate and average improvement per task and agent (grouped
-bars, the baseline agent in grey), failure categories and cost per agent, and efficiency (tokens
-per run against success rate).
+bars, the baseline agent in grey; it has no success rate to draw), failure categories and cost
+per agent, and efficiency (tokens per run against success rate).
 
-A figure with nothing to show (no valid submission, no failure, no LLM call, nothing paid) is
-not drawn, and an earlier session's file of that name is removed, so neither the folder nor the
-report shows an empty or stale plot. When one task's improvement dwarfs the rest (beyond
-:data:`SYMLOG_ABOVE`), the improvement axis turns symmetric-logarithmic, linear within
-:data:`SYMLOG_LINEAR`, so the other tasks' bars stay readable.
+A figure with nothing to show (no agent but the baseline, no valid submission, no failure, no
+LLM call, nothing paid) is not drawn, and an earlier session's file of that name is removed, so
+neither the folder nor the report shows an empty or stale plot. When one task's improvement
+dwarfs the rest (beyond :data:`SYMLOG_ABOVE`), the improvement axis turns symmetric-logarithmic,
+linear within :data:`SYMLOG_LINEAR`, so the other tasks' bars stay readable.
 
 matplotlib is imported here only, with the Agg backend, when a session writes its report.
 """
@@ -21,6 +21,7 @@ from typing import Any, Callable
 from pytest_mlab.results.aggregate import agent_label
 
 BASELINE_AGENT = "baseline"
+BASELINE_EXPECT = "baseline"  # the ``expect`` of the baseline agent's groups: no success rate to draw
 PLOTS = ("success_rate.png", "improvement.png", "failures.png", "cost.png", "efficiency.png")
 SYMLOG_ABOVE = 1.0  # an improvement beyond +-100% turns the improvement axis symmetric-logarithmic
 SYMLOG_LINEAR = 0.1  # ... linear within +-10%
@@ -79,30 +80,41 @@ def _cell(summary: dict[str, Any], field: str) -> Value:
 
 
 def _grouped(plt, categories: list[str], labels: list[str], value: Value, ylabel: str, title: str,
-             error: Callable[[str, str], tuple[float, float]] | None = None,
-             hatched: frozenset[str] = frozenset()):
+             error: Callable[[str, str], tuple[float, float] | None] | None = None,
+             hatched: frozenset[str] = frozenset(), note: Callable[[str, str], str] | None = None):
     """Grouped bars: one group per category (a task, a failure), one bar per agent; the width
-    grows with the number of categories. ``hatched``: categories drawn hatched."""
+    grows with the number of categories. ``error``: the bar's interval, drawn as an error bar
+    (None: none for that bar); ``note``: a text above each bar (above its interval), so that a
+    bar of height 0 is still seen; ``hatched``: categories drawn hatched."""
     colors = _colors(plt, labels)
     width = 0.8 / len(labels)
     figure, axes = plt.subplots(figsize=(max(6.0, 1.2 + len(categories) * (0.5 + 0.35 * len(labels))), 4.8))
     for index, label in enumerate(labels):
-        xs, ys, errs, hatches = [], [], [[], []], []
+        xs, ys, hatches = [], [], []
+        with_interval: tuple[list[float], list[float], list[float], list[float]] = ([], [], [], [])
         for position, category in enumerate(categories):
             y = value(category, label)
             if y is None:
                 continue
-            xs.append(position - 0.4 + width * (index + 0.5))
+            x = position - 0.4 + width * (index + 0.5)
+            xs.append(x)
             ys.append(y)
             hatches.append("//" if category in hatched else None)
-            if error is not None:
-                low, high = error(category, label)
-                errs[0].append(max(0.0, y - low))
-                errs[1].append(max(0.0, high - y))
-        bars = axes.bar(xs, ys, width * 0.92, label=label, color=colors[label],
-                        yerr=errs if error is not None and xs else None, capsize=3 if error is not None else 0)
+            interval = error(category, label) if error is not None else None
+            if interval is not None:
+                low, high = interval
+                for column, number in zip(with_interval, (x, y, max(0.0, y - low), max(0.0, high - y))):
+                    column.append(number)
+            if note is not None:
+                top = max(y, interval[1]) if interval is not None else y
+                axes.annotate(note(category, label), (x, top), xytext=(0, 2), textcoords="offset points",
+                              ha="center", va="bottom", fontsize=8)
+        bars = axes.bar(xs, ys, width * 0.92, label=label, color=colors[label])
         for bar, hatch in zip(bars, hatches):
             bar.set_hatch(hatch)
+        if with_interval[0]:
+            ex, ey, below, above = with_interval
+            axes.errorbar(ex, ey, yerr=[below, above], fmt="none", ecolor="black", elinewidth=1, capsize=3)
     rotate = len(categories) > 4
     axes.set_xticks(range(len(categories)))
     axes.set_xticklabels([textwrap.fill(category, 14) for category in categories], rotation=30 if rotate else 0,
@@ -115,11 +127,27 @@ def _grouped(plt, categories: list[str], labels: list[str], value: Value, ylabel
 
 
 def _success(plt, summary: dict[str, Any]):
-    tasks, labels, _ = _layout(summary)
-    rate, low, high = (_cell(summary, field) for field in ("success_rate", "ci_low", "ci_high"))
-    figure = _grouped(plt, tasks, labels, rate, "success rate", "Success rate per task (95% Wilson interval)",
-                      error=lambda task, label: (low(task, label), high(task, label)))
-    figure.axes[0].set_ylim(0, 1.05)
+    """Each agent's success rate per task, its successes/runs written above the bar (a rate of 0 is
+    a bar of no height), and its 95% Wilson interval where there are two runs or more: a single
+    run's interval spans 79 points whatever it did, and would be all the figure shows. The
+    baseline agent is left out: it runs the unchanged starter and cannot succeed by definition.
+    None when no other agent ran."""
+    groups = [row for row in summary["groups"] if row.get("expect") != BASELINE_EXPECT]
+    if not groups:
+        return None
+    tasks, labels, cells = _layout({**summary, "groups": groups})
+    single = any(row["runs"] == 1 for row in groups)
+
+    def interval(task: str, label: str) -> tuple[float, float] | None:
+        row = cells[task, label]
+        return (row["ci_low"], row["ci_high"]) if row["runs"] > 1 else None
+
+    title = "Success rate per task (successes/runs above each bar; 95% Wilson interval"
+    title += ",\nnot drawn for a single run: it spans 79 points)" if single else ")"
+    figure = _grouped(plt, tasks, labels, lambda task, label: (cells.get((task, label)) or {}).get("success_rate"),
+                      "success rate", title, error=interval,
+                      note=lambda task, label: f"{cells[task, label]['successes']}/{cells[task, label]['runs']}")
+    figure.axes[0].set_ylim(0, 1.12)
     figure.axes[0].yaxis.set_major_formatter(_percent_formatter())
     return figure
 

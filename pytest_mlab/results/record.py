@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from pytest_mlab.outcomes import EndReason, Failure
+from pytest_mlab.results.paper import log_errors as logged_errors
 from pytest_mlab.spec.plan import RunPlan
 
 RESULT_PROPERTY = "mlab_result"
@@ -62,11 +63,14 @@ class JudgedBy:
     expect: str = "?"
     baseline: float | None = None
     tags: tuple[str, ...] = ()  # the task's tags: ``paper`` puts the run in the paper's headline
+    # the baseline is a fixed value (the paper's pins, such as fathomnet's 1e-10), not a measurement:
+    # the baseline agent's improvement over it says nothing
+    baseline_pinned: bool = False
 
     @classmethod
     def of_plan(cls, plan: RunPlan) -> "JudgedBy":
         return cls(plan.task.metric.name, plan.task.metric.direction, plan.agent.expect, plan.baseline,
-                   tuple(plan.task.tags))
+                   tuple(plan.task.tags), plan.variant in plan.task.baseline_pinned)
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> "JudgedBy":
@@ -105,6 +109,9 @@ class RunResult(RunIdentity):
     # Ctrl-C stopped it: --mlab-resume runs it again
     infrastructure: bool = False
     tags: list[str] = field(default_factory=list)  # the task's tags (``paper``: counted in the paper's headline)
+    baseline_pinned: bool = False  # see JudgedBy; rows written before it existed: read from their message
+    # messages the original's plot.py drops a run for, found in the run's steps (results/paper.py)
+    log_errors: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         # plain strings, never the enums: results travel between xdist processes as builtins
@@ -120,12 +127,13 @@ class RunResult(RunIdentity):
                end_reason: EndReason, failure: str | None, message: str, steps: int, wall_time: float, run_dir: str,
                trace: str, tokens: int = 0, cost: float = 0.0, unmeasured_claims: list[str] | None = None,
                infrastructure: bool = False) -> "RunResult":
-        """A run that was carried out and graded."""
+        """A run that was carried out and graded; its trace is searched for the log messages that the
+        paper's rule drops runs for (results/paper.py)."""
         return cls(**identity.to_record(), **judged.to_record(), passed=passed, score=score, improvement=improvement,
                    success=success, valid=valid, invalid_reason=invalid_reason, end_reason=end_reason,
                    failure=failure, message=message, steps=steps, wall_time=wall_time, run_dir=run_dir, trace=trace,
                    tokens=tokens, cost=cost, unmeasured_claims=list(unmeasured_claims or ()),
-                   infrastructure=infrastructure)
+                   infrastructure=infrastructure, log_errors=logged_errors(trace))
 
     @classmethod
     def crashed(cls, identity: RunIdentity, message: str, *, judged: JudgedBy = JudgedBy(),
@@ -136,7 +144,7 @@ class RunResult(RunIdentity):
         return cls(**identity.to_record(), **judged.to_record(), passed=False, score=None, improvement=None,
                    success=False, valid=False, invalid_reason=None, end_reason=end_reason, failure=Failure.of_end(end_reason), message=message,
                    steps=steps, wall_time=wall_time, trace=trace, run_dir=str(Path(trace).parent) if trace else None,
-                   infrastructure=True)
+                   infrastructure=True, log_errors=logged_errors(trace))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -144,4 +152,9 @@ class RunResult(RunIdentity):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunResult":
         names = {field.name for field in fields(cls)}
-        return cls(**{key: value for key, value in data.items() if key in names})
+        values = {key: value for key, value in data.items() if key in names}
+        if "baseline_pinned" not in values:  # written before the field: the verdict's message said so
+            message = str(values.get("message"))
+            values["baseline_pinned"] = values.get("expect") == "baseline" and (
+                "(pinned)" in message or "the baseline is pinned at" in message)
+        return cls(**values)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from pytest_mlab.spec.units import format_duration
 
 RESULTS_VERSION = 2
 RESULTS_FILE = "results.json"
+BASELINE = "baseline"  # what the baseline agent's items expect: the starter's score, not success
+NOTE_WIDTH = 110  # the notes under the summary wrap here
 TABLE_COLUMNS = ["task", "agent", "seed", "score", "baseline", "improvement", "success", "steps", "time", "result"]
 
 
@@ -65,27 +68,76 @@ def load_results(path: Path) -> dict[str, Any]:
 
 
 def render_summary(results: list[RunResult]) -> str:
-    """Per (task, agent): success rate with its 95% interval, mean improvement, tokens, cost, time;
-    then each agent's average success over tasks."""
+    """Per (task, agent): success rate with its 95% interval, the same by the paper's rule, mean
+    improvement, tokens, cost, time; then each agent's average success over its headline tasks;
+    then what the reader needs to read them (the baseline's cells, the paper's rule)."""
     import pandas as pd
 
     summary = aggregate(results)
     rows = [{"task": row["task"], "agent": agent_label(row), "runs": row["runs"],
-             "success": f"{row['success_rate']:.0%} [{row['ci_low']:.0%}, {row['ci_high']:.0%}]",
-             "improvement": _percent(row["mean_improvement"]), "best step": _percent(row["best_step_improvement"]),
+             "success": _rate(row, "success_rate", "ci_low", "ci_high"),
+             "paper rule": _paper_rate(row),
+             "improvement": _improvement(row), "best step": _percent(row["best_step_improvement"]),
              "tokens": _count(row["mean_tokens"]), "cost": f"${row['total_cost']:.2f}",
              "time": format_duration(row["mean_wall_time"] or 0.0)} for row in summary["groups"]]
     agents = [{"agent": agent_label(row), "tasks": row["tasks"], "runs": row["runs"],
                "headline over": _counted(row["paper_tasks"], "paper task") if row["headline_tasks"] == "paper"
                else "all " + _counted(row["tasks"], "task"),
-               "average success": _percent(row["average_success_rate"], signed=False),
-               "excl. infra": _percent(row["average_success_rate_excluding_infrastructure"], signed=False),
+               "average success": _headline(row, "average_success_rate", "n/a (baseline)"),
+               "excl. infra": _headline(row, "average_success_rate_excluding_infrastructure"),
+               "paper rule": _headline(row, "paper_average_success_rate"),
                "median improvement": _percent(row["median_improvement"]),
-               "other tasks": "-" if not row["other_tasks"] else
-               f"{_percent(row['other_average_success_rate'], signed=False)} of {row['other_tasks']}",
+               "other tasks": "-" if not row["other_tasks"] else _headline(row, "other_average_success_rate") if
+               row["expect"] == BASELINE else f"{_headline(row, 'other_average_success_rate')} of {row['other_tasks']}",
                "infra failures": row["infrastructure_failures"],
                "cost": f"${row['total_cost']:.2f}"} for row in summary["agents"]]
-    return pd.DataFrame(rows).to_string(index=False) + "\n\n" + pd.DataFrame(agents).to_string(index=False)
+    tables = pd.DataFrame(rows).to_string(index=False) + "\n\n" + pd.DataFrame(agents).to_string(index=False)
+    return tables + "\n\n" + "\n".join(_notes(summary))
+
+
+def _notes(summary: dict[str, Any]) -> list[str]:
+    """The lines that say what the columns mean where a reader would otherwise guess."""
+    dropped = sum(row["paper_dropped"] for row in summary["agents"])
+    notes = ["average success, excl. infra, paper rule: means over each agent's 'headline over' tasks (those "
+             "tagged paper, when any ran)",
+             "paper rule: success counted as the paper's plot.py counts it, which also drops runs that timed out, "
+             f"crashed or ran out of GPU memory ({_counted(dropped, 'run')} dropped here; see docs/fidelity.md)"]
+    if any(row["expect"] == BASELINE for row in summary["groups"]):
+        notes.append("n/a (baseline): the baseline agent runs the unchanged starter, from which improvement is "
+                     "measured, so it cannot succeed by definition; its items check the baseline (PASS/FAIL above)")
+    if any(row["expect"] == BASELINE and row["baseline_pinned"] for row in summary["groups"]):
+        notes.append("pinned: the task's baseline is a fixed placeholder (e.g. fathomnet's 1e-10), not a "
+                     "measurement, so the starter's improvement over it is not shown")
+    return [textwrap.fill(note, NOTE_WIDTH, subsequent_indent="  ") for note in notes]
+
+
+def _rate(row: dict[str, Any], rate: str, low: str, high: str) -> str:
+    """A success rate with its 95% interval; none for the baseline agent, which cannot succeed."""
+    if row["expect"] == BASELINE:
+        return "n/a (baseline)"
+    if row[rate] is None:
+        return "-"
+    return f"{row[rate]:.0%} [{row[low]:.0%}, {row[high]:.0%}]"
+
+
+def _paper_rate(row: dict[str, Any]) -> str:
+    """The rate by the paper's rule and its denominator: ``50% of 4``, ``- (1 dropped)`` when it drops every run."""
+    if row["expect"] == BASELINE:
+        return "n/a"
+    if not row["paper_runs"]:
+        return f"- ({row['paper_dropped']} dropped)"
+    return f"{row['paper_success_rate']:.0%} of {row['paper_runs']}"
+
+
+def _improvement(row: dict[str, Any]) -> str:
+    """The mean improvement; for the baseline agent against a pinned placeholder, it says so instead."""
+    if row["expect"] == BASELINE and row["baseline_pinned"] and row["mean_improvement"] is None:
+        return "- (pinned)"
+    return _percent(row["mean_improvement"])
+
+
+def _headline(row: dict[str, Any], field: str, label: str = "n/a") -> str:
+    return label if row["expect"] == BASELINE else _percent(row[field], signed=False)
 
 
 def _counted(count: int, noun: str) -> str:
@@ -107,8 +159,9 @@ def render_table(results: list[RunResult]) -> str:
         rows.append({
             "task": result.task, "agent": agent, "seed": result.seed,
             "score": _number(result.score), "baseline": _number(result.baseline),
-            "improvement": _percent(result.improvement),
-            "success": "yes" if result.success else "no", "steps": result.steps,
+            "improvement": "- (pinned)" if result.expect == BASELINE and result.baseline_pinned
+            else _percent(result.improvement),
+            "success": "n/a" if result.expect == BASELINE else "yes" if result.success else "no", "steps": result.steps,
             "time": format_duration(result.wall_time),
             "result": _outcome(result),
         })

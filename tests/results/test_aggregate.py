@@ -135,3 +135,50 @@ def test_improvement_over_tasks_is_a_median_that_a_placeholder_baseline_cannot_s
     assert agent["average_improvement"] == pytest.approx((0.2 + 0.4 + 4.1e9) / 3)
     (even,) = aggregate(runs[:2])["agents"]
     assert even["median_improvement"] == pytest.approx(0.3)
+
+
+def test_the_papers_rate_drops_what_plot_py_drops_beside_ours():
+    paper = {"task": "cifar10", "agent": "research", "llm": "claude-v1", "tags": ["paper"]}
+    runs = [run(seed=0, **paper), run(seed=1, **paper),
+            run(seed=2, end_reason="timeout", success=False, passed=False, failure="timeout", **paper),
+            run(seed=3, end_reason="provider error", success=False, passed=False, failure="provider error",
+                infrastructure=True, **paper),
+            run(seed=4, log_errors=["CUDA out of memory"], **paper)]  # a success, but plot.py drops it
+    (group,) = aggregate(runs)["groups"]
+    assert (group["success_rate"], group["success_rate_excluding_infrastructure"]) == (0.6, 0.75)
+    assert (group["paper_runs"], group["paper_successes"], group["paper_dropped"]) == (2, 2, 3)
+    assert group["paper_success_rate"] == 1.0
+    assert (group["paper_ci_low"], group["paper_ci_high"]) == pytest.approx(wilson_interval(2, 2))
+    (agent,) = aggregate(runs)["agents"]
+    assert (agent["paper_average_success_rate"], agent["paper_dropped"]) == (1.0, 3)
+
+
+def test_the_papers_rate_is_unknown_when_it_drops_every_run():
+    (group,) = aggregate([run(end_reason="crashed", success=False, passed=False, failure="crashed")])["groups"]
+    assert (group["paper_runs"], group["paper_success_rate"], group["paper_dropped"]) == (0, None, 1)
+    assert aggregate([run(end_reason="crashed", success=False)])["agents"][0]["paper_average_success_rate"] is None
+
+
+def test_the_baseline_agents_rows_say_what_its_items_check():
+    baseline = dict(agent="baseline", expect="baseline", success=False)
+    runs = [run("diabetes", seed=0, improvement=0.001, **baseline),
+            run("diabetes", seed=1, improvement=-0.001, passed=False, failure="baseline mismatch", **baseline),
+            run("digits")]
+    diabetes, digits = aggregate(runs)["groups"]
+    assert (diabetes["expect"], diabetes["passed"], diabetes["runs"]) == ("baseline", 1, 2)
+    assert (digits["expect"], digits["passed"]) == ("success", 1)
+    assert [agent["expect"] for agent in aggregate(runs)["agents"]] == ["baseline", "success"]
+
+
+def test_the_starters_improvement_over_a_pinned_placeholder_is_left_out():
+    # fathomnet: the starter scores 0 against the paper's pinned 1e-10, which the formula calls -100%
+    pinned = dict(task="fathomnet", score=0.0, baseline=1e-10, improvement=-1.0, success=False, tags=["paper"])
+    starter = run(agent="baseline", expect="baseline", baseline_pinned=True, best_improvement=-1.0, **pinned)
+    agent = run(agent="research", llm="gpt-4", baseline_pinned=True, **{**pinned, "improvement": 0.5})
+    measured = run("diabetes", "baseline", expect="baseline", improvement=0.002, success=False)
+    groups = {(row["task"], row["agent"]): row for row in aggregate([starter, agent, measured])["groups"]}
+    fathomnet = groups["fathomnet", "baseline"]
+    assert fathomnet["baseline_pinned"] and fathomnet["mean_improvement"] is None
+    assert fathomnet["best_step_improvement"] is None
+    assert groups["fathomnet", "research"]["mean_improvement"] == 0.5  # an agent's improvement stays the paper's
+    assert groups["diabetes", "baseline"]["mean_improvement"] == 0.002  # a measured baseline: the reproduction's

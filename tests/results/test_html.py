@@ -84,3 +84,15 @@ def test_untrusted_text_never_appears_as_markup(tmp_path):
     page = report(tmp_path)[0].read_text()
     assert "<script>window.pwned" not in page and "<img src=x" not in page
     assert page.count("</script>") == 2  # the data block and the page's own script
+
+
+def test_each_run_says_how_the_papers_rule_counts_it(tmp_path):
+    runs = [run(), run(seed=1, end_reason="timeout", success=False, passed=False, failure="timeout"),
+            run(seed=2, agent="research", llm="gpt-4", end_reason="crashed", success=False, passed=False)]
+    parsed = page_data(write_report(tmp_path, runs, []))
+    assert [entry["paper"] for entry in parsed["runs"]] == [
+        {"counted": True, "success": True, "why": None},
+        {"counted": False, "success": False, "why": "dropped: timeout"},
+        {"counted": True, "success": False, "why": "counted as failed: crashed"}]
+    (group, research) = parsed["aggregate"]["groups"]
+    assert (group["paper_runs"], group["paper_dropped"], research["paper_runs"]) == (1, 1, 1)

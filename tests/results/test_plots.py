@@ -1,4 +1,4 @@
-"""The PNG figures exist, decode, and are not blank."""
+"""The PNG figures exist, decode and are not blank, and the success figure draws what it should."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import matplotlib.image  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 
 from pytest_mlab.results import plots  # noqa: E402
-from pytest_mlab.results.aggregate import aggregate  # noqa: E402
+from pytest_mlab.results.aggregate import aggregate, wilson_interval  # noqa: E402
 from pytest_mlab.results.plots import PLOTS, write_plots  # noqa: E402
 from tests.results.builders import run  # noqa: E402
 
@@ -91,3 +91,49 @@ def test_the_failure_figure_shows_shares_of_each_agents_runs_and_hatches_the_har
         assert hatched == {labels.index(label) for label in harness}  # an interrupted run is the harness's too
     finally:
         plt.close(figure)
+
+
+def drawn(figure) -> dict:
+    """What the success figure draws: bar heights per agent, annotations, error-bar containers, title."""
+    from matplotlib.container import BarContainer, ErrorbarContainer
+
+    axes = figure.axes[0]
+    return {"bars": {bars.get_label(): [round(bar.get_height(), 3) for bar in bars]
+                     for bars in axes.containers if isinstance(bars, BarContainer)},
+            "notes": sorted(text.get_text() for text in axes.texts),
+            "intervals": sum(isinstance(container, ErrorbarContainer) for container in axes.containers),
+            "title": axes.get_title()}
+
+
+def test_single_runs_are_drawn_as_rates_with_their_counts_not_as_error_bars():
+    runs = [run("a", "research", llm="gpt-4"), run("b", "research", llm="gpt-4", success=False, passed=False),
+            run("a", "baseline", expect="baseline", success=False)]  # the baseline cannot succeed: not drawn
+    figure = plots._success(plt, aggregate(runs))
+    try:
+        seen = drawn(figure)
+        assert seen["bars"] == {"research (gpt-4)": [1.0, 0.0]}
+        assert seen["notes"] == ["0/1", "1/1"]  # a rate of 0 is still seen
+        assert seen["intervals"] == 0 and "single run" in seen["title"] and "79 points" in seen["title"]
+    finally:
+        plt.close(figure)
+
+
+def test_several_runs_get_their_interval_and_their_count():
+    runs = [run("a", "research", 0, llm="gpt-4"), run("a", "research", 1, llm="gpt-4", success=False),
+            run("b", "research", 0, llm="gpt-4")]  # one task with two runs, one with one
+    figure = plots._success(plt, aggregate(runs))
+    try:
+        seen = drawn(figure)
+        assert seen["bars"] == {"research (gpt-4)": [0.5, 1.0]} and seen["notes"] == ["1/1", "1/2"]
+        (interval,) = [c for c in figure.axes[0].containers if type(c).__name__ == "ErrorbarContainer"]
+        (line,) = interval.lines[2]  # the vertical segment: one bar's interval, the two-run one
+        assert len(line.get_segments()) == 1
+        (segment,) = line.get_segments()
+        assert [round(y, 3) for _, y in segment] == [round(v, 3) for v in wilson_interval(1, 2)]
+    finally:
+        plt.close(figure)
+
+
+def test_a_session_of_baseline_runs_has_no_success_figure(tmp_path):
+    runs = [run(task, "baseline", expect="baseline", success=False) for task in ("a", "b")]
+    assert "success_rate.png" not in [path.name for path in write_plots(tmp_path, aggregate(runs))]

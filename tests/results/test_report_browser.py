@@ -131,7 +131,8 @@ def test_the_cells_show_what_the_runs_say(page):
     assert labels == ["task", "baseline", "reference", "research (gpt-4)"]
     digits_row = row_of(matrix.all("tr"), "digits")
     reference = digits_row.all("td")[labels.index("reference")]
-    assert [div.text for div in reference.all("div")] == ["100% [21%, 100%]", "+50.0%", "n=1"]
+    assert [div.text for div in reference.all("div")] == [
+        "100% [21%, 100%]", "+50.0%", "paper's rule: 100% of 1", "n=1"]
     research = digits_row.all("td")[labels.index("research (gpt-4)")]
     assert [div.text for div in research.all("div")][:2] == ["0% [0%, 79%]", "-"]
     metric = cells(row_of(dom.one(id="metrics").all("tr"), "reference"))
@@ -229,3 +230,54 @@ def test_clicking_through_the_report(tmp_path, browser):
     assert browser.find_element(By.ID, "run-view").is_displayed()
     errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
     assert errors == []
+
+
+@pytest.mark.slow
+def test_the_baseline_the_headline_and_the_papers_rule_are_explained_where_they_are_shown(tmp_path, chromium):
+    from pytest_mlab.results.aggregate import aggregate
+    from pytest_mlab.results.html import write_report
+    from pytest_mlab.results.plots import write_plots
+    from tests.results.builders import run
+
+    baseline = dict(agent="baseline", expect="baseline", success=False)
+    runs = [run("fathomnet", score=0.0, baseline=1e-10, improvement=-1.0, baseline_pinned=True, tags=["paper"],
+                message="fathomnet_score 0 vs baseline 1e-10: -100.0% (pinned)", **baseline),
+            run("diabetes", improvement=0.0, tags=["smoke"], **baseline),
+            run("fathomnet", "research", llm="claude-v1", tags=["paper"]),
+            run("fathomnet", "research", 1, llm="claude-v1", tags=["paper"], end_reason="timeout", success=False,
+                passed=False, failure="timeout")]
+    path = write_report(tmp_path, runs, write_plots(tmp_path, aggregate(runs)))
+    completed = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+         f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", path.as_uri()],
+        capture_output=True, text=True, timeout=120)
+    dom = Tree(completed.stdout).root
+    agents = dom.one(id="agents")
+    head = [th.text for th in agents.all("th")]
+    baseline_row = cells(row_of(agents.all("tr")[1:], "baseline"))
+    research_row = cells(row_of(agents.all("tr")[1:], "research"))
+    assert baseline_row[head.index("headline over")] == "1 paper task"
+    assert baseline_row[head.index("average success")] == "n/a (baseline)"
+    assert research_row[head.index("average success")] == "50.0%"
+    assert research_row[head.index("paper's rule")] == "100.0%"  # the time-out dropped
+    assert "tagged paper" in dom.one(id="agents-note").text and "cannot succeed" in dom.one(id="agents-note").text
+    matrix = dom.one(id="matrix")
+    labels = [th.text for th in matrix.all("th")]
+    fathomnet = row_of(matrix.all("tr"), "fathomnet").all("td")
+    assert [div.text for div in fathomnet[labels.index("baseline")].all("div")] == [
+        "baseline: passed 1/1", "pinned", "n=1"]
+    assert [div.text for div in fathomnet[labels.index("research (claude-v1)")].all("div")] == [
+        "50% [9%, 91%]", "+50.0%", "paper's rule: 100% of 1", "n=2"]
+    diabetes = row_of(matrix.all("tr"), "diabetes").all("td")
+    assert [div.text for div in diabetes[labels.index("baseline")].all("div")][:2] == ["baseline: passed 1/1", "+0.0%"]
+    assert "0% [0%, 79%]" not in matrix.text and "-100" not in dom.one(id="summary-view").text
+    groups = dom.one(id="groups")
+    group_head = [th.text for th in groups.all("th")]
+    research_group = cells(row_of(groups.all("tr")[1:], "research"))
+    assert research_group[group_head.index("paper's rule [95% CI]")] == "100.0% [20.7%, 100.0%] of 1"
+    runs_table = dom.one(id="runs-table")
+    run_head = [th.text for th in runs_table.all("th")]
+    timed_out = cells(row_of(runs_table.all("tr", cls="run-row"), "fathomnet[mini-research-s1]"))
+    assert timed_out[run_head.index("paper's rule")] == "dropped: timeout"
+    starter = cells(row_of(runs_table.all("tr", cls="run-row"), "fathomnet[mini-baseline-s0]"))
+    assert starter[run_head.index("improvement")].startswith("pinned")

@@ -71,9 +71,54 @@ def test_the_agents_summary_names_its_headline_tasks_and_the_median_improvement(
 
     runs = [run("cifar10", improvement=0.2, tags=["paper"]), run("fathomnet", improvement=4.1e9, tags=["paper"]),
             run("imdb", improvement=0.4, tags=["paper"]), run("digits", success=False, improvement=0.0, tags=["smoke"])]
-    agents = render_summary(runs).split("\n\n")[-1].splitlines()
+    agents = render_summary(runs).split("\n\n")[1].splitlines()
     header, (row,) = agents[0].split(), agents[1:]
     assert "median" in header and "average improvement" not in agents[0]
     assert "3 paper tasks" in row and "+40.0%" in row and "0.0% of 1" in row
-    one = render_summary([run("cifar10", tags=["paper"])]).split("\n\n")[-1]
+    one = render_summary([run("cifar10", tags=["paper"])]).split("\n\n")[1]
     assert "1 paper task " in one and "tasks" not in one.splitlines()[1]
+
+
+def test_the_summary_shows_the_papers_rule_beside_ours_and_says_what_it_drops():
+    from pytest_mlab.results.store import render_summary
+    from tests.results.builders import run
+
+    paper = {"task": "cifar10", "tags": ["paper"]}
+    runs = [run(agent="research", llm="claude-v1", seed=0, **paper),
+            run(agent="research", llm="claude-v1", seed=1, end_reason="timeout", success=False, passed=False,
+                failure="timeout", **paper),
+            run(agent="research", llm="gpt-4", seed=0, **paper),
+            run(agent="research", llm="gpt-4", seed=1, end_reason="timeout", success=False, passed=False,
+                failure="timeout", **paper)]
+    groups, agents, notes = render_summary(runs).split("\n\n")
+    assert "paper rule" in groups.splitlines()[0]
+    claude = next(line for line in groups.splitlines() if "claude" in line)
+    gpt4 = next(line for line in groups.splitlines() if "gpt-4" in line)
+    assert "50% [9%, 91%]" in claude and "100% of 1" in claude  # the time-out dropped
+    assert "50% [9%, 91%]" in gpt4 and "50% of 2" in gpt4  # kept as a failure, as plot.py keeps GPT-4's
+    assert agents.splitlines()[0].split().count("rule") == 1
+    assert "100.0%" in next(line for line in agents.splitlines() if "claude" in line)
+    assert "paper rule:" in notes and "1 run dropped here" in notes and "docs/fidelity.md" in notes
+    assert "'headline over' tasks" in notes
+
+
+def test_the_baseline_agent_shows_what_it_is_not_a_meaningless_rate():
+    from pytest_mlab.results.store import render_summary
+    from tests.results.builders import run
+
+    baseline = dict(agent="baseline", expect="baseline", success=False, tags=["paper"])
+    runs = [run("fathomnet", score=0.0, baseline=1e-10, improvement=-1.0, baseline_pinned=True, **baseline),
+            run("diabetes", improvement=0.0, **baseline)]
+    text = render_summary(runs)
+    assert "0% [0%, 79%]" not in text and "-100" not in text
+    groups, agents, notes = text.split("\n\n")
+    fathomnet = next(line for line in groups.splitlines() if "fathomnet" in line)
+    assert "n/a (baseline)" in fathomnet and "- (pinned)" in fathomnet
+    assert "+0.0%" in next(line for line in groups.splitlines() if "diabetes" in line)
+    assert "n/a (baseline)" in agents.splitlines()[1]
+    assert "cannot succeed by definition" in notes and "placeholder" in notes
+    table = render_table(runs)
+    assert "-100" not in table and "- (pinned)" in next(line for line in table.splitlines() if "fathomnet" in line)
+    assert all(" n/a " in line and " no " not in line for line in table.splitlines()[1:])  # the success column
+    plain = render_summary([run()])
+    assert "n/a" not in plain and "pinned" not in plain  # the notes come with what they explain
