@@ -27,8 +27,9 @@ from pytest_mlab.env.deadline import RunTimedOut, deadline
 from pytest_mlab.errors import HostLost, MlabError
 from pytest_mlab.grading.claims import unmeasured_claims
 from pytest_mlab.grading.grader import Grade, grade_snapshot, keep_timing
+from pytest_mlab.grading.starter_run import starter_run
 from pytest_mlab.grading.verdict import judge
-from pytest_mlab.llm import BudgetExhausted, LLMError, ProviderError, TokenLimitExceeded
+from pytest_mlab.llm import BudgetExhausted, LLMError, ProviderError, TimeLimitReached, TokenLimitExceeded
 from pytest_mlab.llm.session import human_helper, open_session
 from pytest_mlab.outcomes import EndReason
 from pytest_mlab.results.budget import Budget, Ledger, over_budget
@@ -258,6 +259,8 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
         env = Environment(sandbox=sandbox, actions=plan.actions, implementations=bound, limits=plan.limits,
                           read_only=read_only, trace=trace, snapshots=snapshots,
                           research_problem=plan.task.description, llm=llm, human=human_helper(llm))
+        if llm is not None:  # no LLM attempt waits past the run's max_time, as the Environment counts it
+            llm.deadline = env.started + plan.limits.max_time
         interrupted, infrastructure, detail = False, False, None
         try:
             with deadline(plan.limits.max_time):
@@ -266,6 +269,8 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
                 env.end(EndReason.NO_FINAL_ANSWER)
         except RunTimedOut as exc:
             env.end(EndReason.TIME_LIMIT, str(exc))
+        except TimeLimitReached as exc:  # an LLM call met the run's max_time: out of time, not the provider's failure
+            env.end(EndReason.TIME_LIMIT, f"TimeLimitReached: {exc}")
         except TokenLimitExceeded as exc:
             env.end(EndReason.TOKEN_LIMIT, str(exc))
         except (ProviderError, BudgetExhausted) as exc:  # the harness's side gave out, not the agent
@@ -304,9 +309,10 @@ def execute(plan: RunPlan, nodeid: str, *, console: Any = None, session: str | N
                              "detail": f"grading after Ctrl-C did not finish within {INTERRUPTED_GRADING_S:.0f}s"})
                 raise KeyboardInterrupt from None
         keep_timing(grade, run_dir)
-        claims = unmeasured_claims(read_trace(trace_path))
+        records = read_trace(trace_path)
+        claims = unmeasured_claims(records)
         verdict = judge(plan.task, plan.baseline, grade, env.end_reason, plan.agent.expect, detail, claims,
-                        variant=plan.variant)
+                        variant=plan.variant, starter=starter_run(records, plan.task.starter))
         result = RunResult.of_run(
             identity, judged, passed=verdict.passed, score=grade.score, improvement=verdict.improvement,
             success=verdict.success, valid=grade.valid, invalid_reason=grade.invalid_reason,

@@ -16,7 +16,7 @@ Options (``options:`` in agents/*.yaml):
   says what was wrong) or ``none`` (ask again unchanged, as the original ReAct agent does).
 - ``summarize_over``: observations longer than this many characters enter the history as a fast-model
   summary (the original research agent: 5000; 0: never); the trace keeps them whole.
-- ``sampling``, ``llm_attempts``: read by the LLM layer (pytest_mlab/llm/sampling.py).
+- ``sampling``, ``llm_attempts``, ``api_base``: read by the LLM layer (pytest_mlab/llm/options.py).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pytest_mlab.agents.parsing import STOP, ParsedResponse, cut_at_stop, read_r
 from pytest_mlab.env.environment import Environment, usage
 from pytest_mlab.errors import SpecError
 from pytest_mlab.llm.base import BudgetExhausted, LLMError, ProviderError, TokenLimitExceeded
-from pytest_mlab.llm.sampling import SAMPLING_OPTIONS_SCHEMA
+from pytest_mlab.llm.options import LLM_OPTIONS_SCHEMA
 from pytest_mlab.outcomes import EndReason
 from pytest_mlab.spec.models import AgentSpec
 from pytest_mlab.spec.plan import RunPlan
@@ -55,8 +55,7 @@ LLM_AGENT_OPTIONS: dict[str, Any] = {
     "max_retries": {"type": "integer", "minimum": 1},
     "retry_feedback": {"enum": ["original", "detailed", "none"]},
     "summarize_over": _WHOLE,
-    "sampling": SAMPLING_OPTIONS_SCHEMA,
-    "llm_attempts": {"type": "integer", "minimum": 1},
+    **LLM_OPTIONS_SCHEMA,
 }
 
 #: Block size for summarising a long observation, in characters (the original's).

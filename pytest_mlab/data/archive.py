@@ -26,14 +26,15 @@ from pytest_mlab.errors import DataError
 Member = tuple[PurePosixPath, bool, Callable[[], IO[bytes]] | None]  # path, is a folder, opener of a file's bytes
 
 
-def fetch_folder(url: str, sha256: str, downloads: Path) -> Path:
+def fetch_folder(url: str, sha256: str, downloads: Path, *, mismatch_advice: str | None = None) -> Path:
     """The archive at ``url``, verified against ``sha256`` and unpacked under ``downloads``; a
-    second call finds it there and touches neither the network nor the archive."""
+    second call finds it there and touches neither the network nor the archive. ``mismatch_advice``:
+    what a checksum mismatch's message tells the user to do (see :func:`download`)."""
     downloads = Path(downloads)
     target = downloads / f"unpacked-{sha256[:16]}"
     if not target.is_dir():
         name = re.sub(r"[^A-Za-z0-9._-]+", "_", url.split("?")[0].rstrip("/").rsplit("/", 1)[-1]) or "archive"
-        archive = download(url, downloads / f"{sha256[:16]}-{name}", sha256=sha256)
+        archive = download(url, downloads / f"{sha256[:16]}-{name}", sha256=sha256, mismatch_advice=mismatch_advice)
         unpack(archive, target)
     return target
 

@@ -25,11 +25,13 @@ ATTEMPTS = 3
 SOCKET_TIMEOUT = 60.0
 
 
-def download(url: str, dest: Path, *, sha256: str | None = None, size: int | None = None) -> Path:
+def download(url: str, dest: Path, *, sha256: str | None = None, size: int | None = None,
+             mismatch_advice: str | None = None) -> Path:
     """Fetch ``url`` into ``dest`` unless ``dest`` already verifies; returns ``dest``.
 
     An interrupted transfer is resumed (up to three attempts per call, and again on the next
-    call); a checksum or size mismatch deletes the partial file and raises :class:`DataError`.
+    call); a checksum or size mismatch deletes the partial file and raises :class:`DataError`,
+    ending with ``mismatch_advice`` (what to do, where the checksum was written) when given.
     """
     dest = Path(dest)
     if dest.exists() and _verified(dest, sha256, size):
@@ -56,8 +58,9 @@ def download(url: str, dest: Path, *, sha256: str | None = None, size: int | Non
     problem = _mismatch(part, sha256, size)
     if problem:
         part.unlink()
-        raise DataError(f"the downloaded file {dest.name} from {url} {problem}; it was deleted. Run again; "
-                        f"if this persists the source changed, and the recipe's checksum must be updated")
+        advice = mismatch_advice or ("Run again; if this persists the source changed, and the recipe's checksum "
+                                     "must be updated")
+        raise DataError(f"the downloaded file {dest.name} from {url} {problem}; it was deleted. {advice}")
     os.replace(part, dest)
     return dest
 

@@ -13,13 +13,16 @@ unpacked first (:mod:`pytest_mlab.data.archive`), once per archive.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 from collections import deque
 from pathlib import Path
+from typing import Callable
 
 from pytest_mlab.data.archive import fetch_folder
+from pytest_mlab.data.kaggle import credentials_hint
 from pytest_mlab.errors import DataError
 from pytest_mlab.spec.mlagentbench import read_folder, scripts_digest
 from pytest_mlab.spec.models import shipped_files
@@ -55,7 +58,11 @@ def _source(folder: str | None, digest: str | None, url: str | None, sha256: str
     if url is None or sha256 is None or downloads is None:
         raise DataError("a task made from an MLAgentBench folder needs the folder, or its url and sha256, "
                         "as arguments of its data recipe")
-    unpacked = fetch_folder(url, sha256, downloads)
+    unpacked = fetch_folder(url, sha256, downloads, mismatch_advice=(
+        "The archive does not match the spec's mlagentbench.sha256: nothing was unpacked, and the folder's "
+        "scripts/prepare.py never ran. If the url gives the archive you mean, write the SHA-256 it has as "
+        "mlagentbench.sha256 (in quotes); else correct mlagentbench.url. A download that broke on the way "
+        "fails the same check: run the same command again to tell the two apart"))
     inside = unpacked / path if path else unpacked
     name = f"the folder '{path}' of the archive {url}" if path else f"the archive {url}"
     if path and not inside.is_dir():
@@ -72,15 +79,60 @@ def _run_prepare(scripts: Path, name: str) -> None:
     process.stdin.write("\n")  # the consent prompt of the original's prepare.py
     process.stdin.close()
     tail: deque[str] = deque(maxlen=OUTPUT_SHOWN)
-    for line in process.stdout:
+    cause: tuple[int, str, str] | None = None  # the first line of the output that names a known cause
+    for number, line in enumerate(process.stdout, 1):
         sys.stdout.write(line)
         sys.stdout.flush()
         tail.append(line)
+        if cause is None:
+            cause = _known_cause(number, line)
     code = process.wait()
     if code != 0:
         shown = "".join(tail).rstrip() or "(no output)"
-        raise DataError(f"{name}: scripts/prepare.py failed with exit code {code}; fix it, then prepare the "
-                        f"data again. The end of its output:\n{shown}")
+        said = (f": {cause[2]} (line {cause[0]} of its output: {cause[1]!r}). Fix that" if cause else "; fix it")
+        raise DataError(f"{name}: scripts/prepare.py failed with exit code {code}{said}, then prepare the data "
+                        f"again. The end of its output:\n{shown}")
+
+
+def _known_cause(number: int, line: str) -> tuple[int, str, str] | None:
+    """(line number, the line, what to do) when ``line`` names a cause of failure we know. The
+    original's prepare.py runs the kaggle command and goes on when it fails, so its last error (a
+    FileNotFoundError for the csv that was never downloaded) hides the first, the real one."""
+    for pattern, advice in KNOWN_CAUSES:
+        found = pattern.search(line)
+        if found:
+            return number, line.strip()[:300], advice(found)
+    return None
+
+
+def _kaggle_credentials(_found: re.Match[str]) -> str:
+    """Asked of this machine's set-up: prepare.py runs the kaggle command with the same environment."""
+    return credentials_hint() or ("the Kaggle API refused the configured credentials: create a new API token "
+                                  "at https://www.kaggle.com/settings/api and replace the configured one")
+
+
+def _missing_command(found: re.Match[str]) -> str:
+    command = found.group(1) or found.group(2)
+    install = 'pip install -e ".[tasks]"' if command == "kaggle" else f"install {command} with the system's packages"
+    return f"prepare.py runs the command '{command}', which is not installed: {install}"
+
+
+KNOWN_CAUSES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
+    (re.compile(r"Authentication required to call the Kaggle API|Could not find kaggle\.json|"
+                r"You must authenticate|401 - Unauthorized|401 Client Error", re.IGNORECASE), _kaggle_credentials),
+    (re.compile(r"403 - Forbidden|403 Client Error", re.IGNORECASE),
+     lambda _found: "Kaggle refused the download (HTTP 403): accept the competition's rules with your Kaggle "
+                    "account, on the competition's page"),
+    (re.compile(r"No such file or directory: '(kaggle|unzip)'|\b(kaggle|unzip): (?:command )?not found"),
+     _missing_command),
+    (re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'"),
+     lambda found: f"prepare.py imports the Python package '{found.group(1).split('.')[0]}', which is not "
+                   f"installed: install it"),
+    (re.compile(r"Temporary failure in name resolution|Name or service not known|Network is unreachable|"
+                r"nodename nor servname provided|Failed to establish a new connection"),
+     lambda _found: "the network could not be reached, and prepare.py downloads the data: prepare it where the "
+                    "network is reachable"),
+)
 
 
 def _stamps(env: Path) -> dict[str, tuple[int, int]]:

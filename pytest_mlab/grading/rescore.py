@@ -10,7 +10,8 @@ from typing import Any
 
 from pytest_mlab.data.cache import PreparedData
 from pytest_mlab.grading.grader import Grade, grade_snapshot, keep_timing
-from pytest_mlab.grading.verdict import Verdict, improvement, judge
+from pytest_mlab.grading.starter_run import starter_run
+from pytest_mlab.grading.verdict import Verdict, cut_short_detail, improvement, judge
 from pytest_mlab.outcomes import EndReason
 from pytest_mlab.sandbox.base import SandboxOptions
 from pytest_mlab.spec.models import TaskSpec
@@ -63,5 +64,6 @@ def regrade_final(task: TaskSpec, run_dir: Path, data: PreparedData, *, sandbox:
                            options=SandboxOptions.for_task(task, task.limits, label))
     keep_timing(grade, run_dir)
     baseline = task.baseline.get(variant)
-    detail = message.removeprefix(f"the run {end_reason}: ") if EndReason(end_reason).cut_short else None
-    return grade, judge(task, baseline, grade, end_reason, expect, detail, variant=variant), baseline
+    detail = cut_short_detail(message, end_reason) if EndReason(end_reason).cut_short else None
+    starter = starter_run(read_trace(run_dir / "trace.jsonl"), task.starter)
+    return grade, judge(task, baseline, grade, end_reason, expect, detail, variant=variant, starter=starter), baseline

@@ -3,6 +3,8 @@
 litellm is imported lazily: importing this package never touches the network.
 """
 
-from pytest_mlab.llm.base import LLM, ROLES, BudgetExhausted, Completion, LLMError, ProviderError, TokenLimitExceeded
+from pytest_mlab.llm.base import (LLM, ROLES, BudgetExhausted, Completion, LLMError, ProviderError, TimeLimitReached,
+                                  TokenLimitExceeded)
 
-__all__ = ["LLM", "ROLES", "BudgetExhausted", "Completion", "LLMError", "ProviderError", "TokenLimitExceeded"]
+__all__ = ["LLM", "ROLES", "BudgetExhausted", "Completion", "LLMError", "ProviderError", "TimeLimitReached",
+           "TokenLimitExceeded"]

@@ -51,14 +51,30 @@ class BudgetExhausted(LLMError):
     """The session's --mlab-max-cost is spent: no further call is made, the run ends as ``budget spent``."""
 
 
+class TimeLimitReached(LLMError):
+    """The run's max_time came before the provider answered, or leaves no time for another attempt:
+    the run ends as ``timeout``, as any run out of time does. Not a :class:`ProviderError`: the run
+    had its whole time, so it is the agent's result, graded, and not run again by --mlab-resume."""
+
+
 #: The ``failure`` of an ``llm`` trace record for each kind of failed call (other failures: ``"error"``);
 #: a replay raises the same kind again.
 FAILURES: dict[type[MlabError], str] = {TokenLimitExceeded: "token limit", ProviderError: "provider error",
-                                        BudgetExhausted: "budget spent"}
+                                        BudgetExhausted: "budget spent", TimeLimitReached: "time limit"}
+#: The ``failure`` of a call stopped from outside while it waited: ``interrupted`` for Ctrl-C and for a
+#: stop before the run's max_time, ``time limit`` for any other stop after it (the run's watchdog).
+INTERRUPTED, TIME_LIMIT = "interrupted", FAILURES[TimeLimitReached]
 
 
-def failure_of(exc: BaseException) -> str:
-    return next((label for kind, label in FAILURES.items() if isinstance(exc, kind)), "error")
+def failure_of(exc: BaseException, *, out_of_time: bool = False) -> str:
+    """The record's ``failure`` for ``exc``. ``out_of_time``: the run's max_time had passed when the
+    call was stopped, so a stop that is not Ctrl-C is the run's time limit."""
+    label = next((label for kind, label in FAILURES.items() if isinstance(exc, kind)), None)
+    if label is not None:
+        return label
+    if isinstance(exc, Exception):
+        return "error"
+    return TIME_LIMIT if out_of_time and not isinstance(exc, KeyboardInterrupt) else INTERRUPTED
 
 
 class LLM(Protocol):

@@ -1,6 +1,7 @@
 """``--llm-cache=DIR``: answers of real models kept on disk, so reruns are free and deterministic.
 
-One JSON file per distinct (model, prompt, stop, temperature, max_tokens). Files are written to a
+One JSON file per distinct (model, prompt, stop, temperature, max_tokens, and the server where
+an agent spec names one: ``api_base``). Files are written to a
 temporary name and renamed into place, so xdist workers sharing the folder never see half a file;
 two workers asking the same question at once both call the model and the last rename wins.
 """
@@ -25,6 +26,8 @@ class ResponseCache:
     @staticmethod
     def key(request: Request) -> str:
         identity = [request.model, request.prompt, list(request.stop), request.temperature, request.max_tokens]
+        if request.api_base is not None:  # another server may serve another model under the same name
+            identity.append(request.api_base)
         return hashlib.sha256(json.dumps(identity, ensure_ascii=False).encode("utf-8")).hexdigest()
 
     def _path(self, key: str) -> Path:

@@ -4,7 +4,8 @@ Three kinds, each ending a run differently when the attempts are spent:
 
 - ``CONTEXT``: the prompt does not fit; the run ends as ``token limit`` (never retried).
 - ``TRANSIENT``: the provider is failing (rate limits, 5xx, time-outs, lost connections, replies
-  that cannot be read); retried, then the run ends as a provider error, an infrastructure failure.
+  that cannot be read); retried, then the run ends as a provider error, an infrastructure failure
+  (or as a timeout, when the run's max_time comes first).
 - ``FATAL``: anything else (bad key, bad request, unknown model); retrying will not help.
 """
 

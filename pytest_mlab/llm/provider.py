@@ -25,6 +25,9 @@ class Request:
     temperature: float | None = None  # None: the provider's own default
     max_tokens: int | None = None
     timeout: float | None = None  # seconds per HTTP request
+    #: the run's max_time as a ``time.monotonic()`` value: no attempt waits past it (None: no deadline)
+    deadline: float | None = None
+    api_base: str | None = None  # the server of an OpenAI-compatible model (None: litellm's choice)
 
 
 class Provider(Protocol):

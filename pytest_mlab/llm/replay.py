@@ -4,7 +4,8 @@ What "diverges" means: prompts are NOT compared, because they embed observations
 run to run without the agent doing anything different (execution times, temporary paths). The
 replayed run diverges when its n-th call comes from a different role, or for a different purpose,
 than the recorded n-th call, or when it makes more calls than the trace holds. A recorded call that
-failed (token limit, provider error, budget spent) fails the same way again, so the replay ends as the original did.
+failed (token limit, provider error, budget spent, time limit) fails the same way again, so the replay ends as
+the original did; one that was interrupted (Ctrl-C) has no completion to give, and fails as a plain LLM error.
 """
 
 from __future__ import annotations

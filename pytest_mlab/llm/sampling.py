@@ -1,10 +1,13 @@
 """How each role samples: temperature, most tokens per completion, and seconds per HTTP request.
 
-The defaults are the original system's (MLAgentBench ``LLM.py``, ``high_level_actions.py``): the
-main model at 0.5 / 2000 tokens as in the paper's GPT-4 and Claude runs, the fast model (summaries,
-Understand File, Reflection, Retrieval) at 0.01 / 2000, Edit Script (AI) at 0.5 / 4000. The
-original had no request timeout; ours is there so that a stalled provider cannot hold a run for
-its whole ``max_time``. An agent spec changes any of them under ``options: sampling:``.
+The defaults are the original system's (MLAgentBench ``LLM.py``, ``high_level_actions.py``) for
+Claude, Gemini, Hugging Face and CRFM (``org/model``) names: the main model at 0.5 / 2000 tokens,
+the fast model (summaries, Understand File, Reflection, Retrieval) at 0.01 / 2000, Edit Script (AI)
+at 0.5 / 4000. Its plain OpenAI names (``gpt-4``) got 0.2 / 500 instead, 0.01 / 500 and 0.2 / 4000;
+ours keeps one set for every model (docs/fidelity.md says what that changes). The original had no
+request timeout; ours is there so that a stalled provider cannot hold a run for long, and the
+provider cuts it further to the time the run has left. An agent spec changes any of them under
+``options: sampling:``.
 """
 
 from __future__ import annotations

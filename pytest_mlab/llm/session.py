@@ -1,6 +1,9 @@
 """The LLM of one run: routes each role to its model's provider with the role's sampling, charges
 paid calls to the session's budget, records every call in the trace and keeps the run's token and
-cost totals. Agents and composite actions see only ``complete``."""
+cost totals. Agents and composite actions see only ``complete``.
+
+Every call leaves its record, also one stopped while it waited (the run's watchdog, Ctrl-C): the
+trace then still shows the prompt, the attempts and how long it waited, and how it ended."""
 
 from __future__ import annotations
 
@@ -8,8 +11,9 @@ import time
 from dataclasses import replace
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
-from pytest_mlab.llm.base import ROLES, BudgetExhausted, Completion, LLMError, TokenLimitExceeded, failure_of
+from pytest_mlab.llm.base import ROLES, BudgetExhausted, Completion, LLMError, failure_of
 from pytest_mlab.llm.cache import ResponseCache
+from pytest_mlab.llm.options import api_bases
 from pytest_mlab.llm.provider import Provider, Request
 from pytest_mlab.llm.sampling import DEFAULT_SAMPLING, Sampling, sampling_for
 
@@ -34,11 +38,16 @@ class LLMSession:
 
     Each call is recorded under the trace's ``current_step``: calls before a step and inside its
     composite action belong to that step.
+
+    ``deadline``: the run's max_time as a value of ``clock`` (the runner sets it when the run
+    starts); providers wait no longer (see :mod:`litellm_provider`). ``api_bases``: model string ->
+    the OpenAI-compatible server that serves it (the agent spec's ``options: api_base:``).
     """
 
     def __init__(self, models: Mapping[str, str], providers: Mapping[str, Provider], trace: Any, *,
                  sampling: Mapping[str, Sampling] | None = None, budget: Budget | None = None,
-                 cache: ResponseCache | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+                 cache: ResponseCache | None = None, clock: Callable[[], float] = time.monotonic,
+                 deadline: float | None = None, api_bases: Mapping[str, str] | None = None) -> None:
         self.models = dict(models)
         self.providers = dict(providers)
         self.trace = trace
@@ -46,6 +55,8 @@ class LLMSession:
         self.budget = budget
         self.cache = cache
         self.clock = clock
+        self.deadline = deadline
+        self.api_bases = dict(api_bases or {})
         self.completions: list[Completion] = []
 
     @property
@@ -70,13 +81,14 @@ class LLMSession:
         if not isinstance(prompt, str):
             raise LLMError(f"the prompt must be a string, got {type(prompt).__name__}")
         sampling = self.sampling[role]
-        request = Request(self.models[role], role, prompt, tuple(stop), purpose, sampling.temperature,
-                          sampling.max_tokens, sampling.timeout)
+        model = self.models[role]
+        request = Request(model, role, prompt, tuple(stop), purpose, sampling.temperature, sampling.max_tokens,
+                          sampling.timeout, deadline=self.deadline, api_base=self.api_bases.get(model))
         errors: list[dict[str, Any]] = []
         started = self.clock()
         try:
             answer = self._ask(self.providers[request.model], request, errors)
-        except (LLMError, TokenLimitExceeded) as exc:
+        except BaseException as exc:  # also the run's watchdog and Ctrl-C: the record is written, then they go on
             failed = Completion("", request.model, role, retries=len(errors), latency=self.clock() - started)
             self._record(request, failed, errors, attempts=len(errors), failure=exc)
             raise
@@ -111,9 +123,9 @@ class LLMSession:
         return hold
 
     def _record(self, request: Request, completion: Completion, errors: list[dict[str, Any]], *, attempts: int,
-                failure: Exception | None = None) -> None:
-        """``attempts``: the requests made to the provider (one HTTP request each for real models;
-        0 for a cache hit or a call refused before any request)."""
+                failure: BaseException | None = None) -> None:
+        """``attempts``: the requests made to the provider (one HTTP request each for real models, the
+        one a stop cut short included; 0 for a cache hit or a call refused before any request)."""
         record = {"type": "llm", "step": self.trace.current_step, "role": request.role, "model": request.model,
                   "provider_model": completion.provider_model or None, "purpose": request.purpose,
                   "prompt": request.prompt, "completion": None if failure else completion.text,
@@ -125,9 +137,16 @@ class LLMSession:
         if completion.note:
             record["note"] = completion.note
         if failure is not None:
-            record["failure"] = failure_of(failure)
-            record["message"] = str(failure)
+            out_of_time = self.deadline is not None and self.clock() >= self.deadline
+            record["failure"] = failure_of(failure, out_of_time=out_of_time)
+            record["message"] = str(failure) if isinstance(failure, Exception) else _stopped(request, failure)
         self.trace.write(record)
+
+
+def _stopped(request: Request, stop: BaseException) -> str:
+    """The message of a call stopped from outside while it waited."""
+    why = f"{type(stop).__name__}: {stop}" if str(stop) else type(stop).__name__
+    return f"stopped while waiting for {request.model} ({why})"
 
 
 def open_session(plan: Any, trace: Any, *, console: Any = None, budget: Budget | None = None) -> LLMSession:
@@ -141,7 +160,7 @@ def open_session(plan: Any, trace: Any, *, console: Any = None, budget: Budget |
     providers = make_providers(models, task=plan.task.name, console=console,
                                attempts=options.get("llm_attempts", DEFAULT_ATTEMPTS))
     return LLMSession(models, providers, trace, sampling=sampling_for(options), budget=budget,
-                      cache=ResponseCache(plan.llm_cache) if plan.llm_cache else None)
+                      cache=ResponseCache(plan.llm_cache) if plan.llm_cache else None, api_bases=api_bases(options))
 
 
 def human_helper(session: LLMSession | None) -> Callable[[str], str] | None:

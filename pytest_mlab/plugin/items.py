@@ -62,6 +62,29 @@ class SpecFile(pytest.File):
         return super().repr_failure(excinfo)
 
 
+def missing_reference(plan: RunPlan) -> str | None:
+    """Why the reference agent has nothing to run on the plan's task: it writes the task's reference
+    solution, and there is none (an MLAgentBench folder has none of its own). Known at collection,
+    so its item is skipped with the reason instead of crashing at run time; None for other agents."""
+    from pytest_mlab.agents.base import agent_class
+    from pytest_mlab.agents.reference import ReferenceAgent
+    from pytest_mlab.spec.reading import display_path
+
+    try:
+        if not issubclass(agent_class(plan.agent), ReferenceAgent):
+            return None
+    except SpecError:  # a broken agent is reported against its own file
+        return None
+    task = plan.task
+    if task.reference_solution():
+        return None
+    folder = task.assets / task.reference_files
+    state = "holds no files" if folder.is_dir() else "does not exist"
+    return (f"task '{task.name}' has no reference solution for agent '{plan.agent.name}': {display_path(folder)}/ "
+            f"{state}; put the solution's files there (they are written over the starter files), or name its "
+            f"folder with 'reference.files' or 'assets' in {task.source}")
+
+
 class TaskFile(SpecFile):
     """One Task spec: yields an item per (agent, seed) for the session's data variant."""
 
@@ -84,8 +107,8 @@ class TaskFile(SpecFile):
             self.add_marker(tag)
         for plan in plans:
             item = MlabItem.from_parent(self, name=plan.run_id, plan=plan)
-            reason = skip_reason or (llm_unavailable(plan.llms, task.name, plan.invocation_dir, check)
-                                     if plan.llms else None)
+            reason = skip_reason or missing_reference(plan) or (
+                llm_unavailable(plan.llms, task.name, plan.invocation_dir, check) if plan.llms else None)
             if reason:
                 item.add_marker(pytest.mark.skip(reason=reason))
                 item.user_properties.append((UNMET_PROPERTY, reason))

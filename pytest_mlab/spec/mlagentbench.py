@@ -107,8 +107,11 @@ class FolderScript(FunctionRef):
     """Task code of ours that runs one of the folder's scripts: messages name that script."""
 
     script: str = ""
+    fetched: bool = False  # the folder comes from an archive, which is fetched and checked first
 
     def __str__(self) -> str:
+        if self.fetched:  # a wrong checksum stops it before the script runs: the message must not blame it
+            return f"the folder at mlagentbench.url (fetched, checked, then its scripts/{self.script})"
         return f"the folder's scripts/{self.script}"
 
 
@@ -158,7 +161,8 @@ class FolderSource:
         values = {spec_field.name: getattr(built, spec_field.name) for spec_field in dataclasses.fields(TaskSpec)}
         if self.facts is not None:
             values["description"] = self.facts.problem  # as it is: the spec's check strips descriptions
-        values["data"] = {name: dataclasses.replace(variant, prepare=_named(variant.prepare, "prepare.py"))
+        values["data"] = {name: dataclasses.replace(variant, prepare=_named(variant.prepare, "prepare.py",
+                                                                            fetched=self.folder is None))
                           for name, variant in built.data.items()}
         values["metric"] = dataclasses.replace(built.metric, grader=_named(built.metric.grader, "eval.py"))
         return FolderTask(**values, folder=self.folder, recipe=self.recipe, starter_given=self.starter_given,
@@ -219,8 +223,8 @@ def _complete(data: dict[str, Any], source: FolderSource, base: Path, root: Path
     data["starter"] = source.starter or "train.py"
 
 
-def _named(ref: FunctionRef, script: str) -> FolderScript:
-    return FolderScript(ref.file, ref.function, script)
+def _named(ref: FunctionRef, script: str, *, fetched: bool = False) -> FolderScript:
+    return FolderScript(ref.file, ref.function, script, fetched)
 
 
 def _spec_folder(problems: Problems, display: str, path: Path, at: tuple) -> Path:

@@ -182,7 +182,19 @@ def _message(error: jsonschema.ValidationError) -> str:
         return f"{error.instance!r} is not an allowed name here: use lower-case letters, digits and '-'"
     if error.instance is None and error.validator in ("type", "minLength"):
         return f"is empty; expected {_expected(error)}"
+    if _number_for_text(error):
+        key = error.absolute_path[-1] if error.absolute_path and isinstance(error.absolute_path[-1], str) else None
+        example = f" ({key}: \"...\")" if key else ""
+        return (f"{error.message}: YAML reads a value written as digits as a number; put it in quotes{example} "
+                f"so that it stays text, digit for digit")
     return error.message
+
+
+def _number_for_text(error: jsonschema.ValidationError) -> bool:
+    """Text was expected and YAML read a number: an all-digit checksum or id written without quotes."""
+    expected = error.validator_value if error.validator == "type" else None
+    wants_text = expected == "string" or (isinstance(expected, list) and "string" in expected)
+    return wants_text and isinstance(error.instance, (int, float)) and not isinstance(error.instance, bool)
 
 
 def _expected(error: jsonschema.ValidationError) -> str:

@@ -7,8 +7,9 @@ import math
 import pytest
 
 from pytest_mlab.grading.grader import Grade
+from pytest_mlab.grading.starter_run import StarterRun
 from pytest_mlab.grading.verdict import improvement, judge
-from pytest_mlab.spec.models import FunctionRef, Metric
+from pytest_mlab.spec.models import FunctionRef, Measure, Metric
 from tests.grading.support import task
 
 
@@ -77,6 +78,82 @@ def test_a_pinned_baseline_asks_only_that_the_unchanged_starter_does_not_already
     assert not judge(spec, 0.5, Grade(0.53), "final answer", "baseline", variant="mini").passed
     # an agent is judged against a pinned value like any other
     assert judge(spec, 0.5, Grade(0.56), "final answer", "success", variant="full").success
+
+
+NUMPY_2 = StarterRun("train.py", 1, "  File \"train.py\", line 105, in <module>\n    pre_output = cnn.forward(batch)\n"
+                                  "ValueError: setting an array element with a sequence.")
+SKELETON = StarterRun("train.py", 1, "Traceback (most recent call last):\n  File \"train.py\", line 40\n"
+                                    "NameError: name 'train_mae' is not defined")
+FINISHED = StarterRun("train.py", 0, "")
+NO_FILE = Grade(None, "no submission.csv in the workspace")
+
+
+def test_a_crashed_starter_fails_its_baseline_item_even_where_the_grader_scores_the_workspace():
+    # the original vectorization under NumPy 2: train.py crashes, eval.py returns 1e10 for the missing file
+    pinned = task("minimize", baseline={"full": 6.1742}, baseline_pinned=frozenset({"full"}))
+    verdict = judge(pinned, 6.1742, Grade(1e10), "final answer", "baseline", variant="full", starter=NUMPY_2)
+    assert not verdict.passed and verdict.failure == "baseline mismatch"
+    assert verdict.message.startswith("the unchanged starter train.py failed with exit code 1, yet the workspace "
+                                      "was scored 1e+10: a score the starter did not write")
+    assert verdict.message.endswith("the end of its error output:\n    File \"train.py\", line 105, in <module>\n"
+                                    "      pre_output = cnn.forward(batch)\n"
+                                    "  ValueError: setting an array element with a sequence.")
+    assert judge(pinned, 6.1742, Grade(1e10), "final answer", "baseline", variant="full").passed  # not known: as before
+
+
+def test_a_stale_submission_left_behind_by_a_crashed_starter_does_not_reproduce_the_baseline():
+    # the attack: the graded file reproduces the measured mean, but the starter never wrote it
+    measured = task(baseline={"mini": 0.6}, baseline_tolerance=0.02)
+    stale = judge(measured, 0.6, Grade(0.6), "final answer", "baseline", variant="mini", starter=NUMPY_2)
+    assert not stale.passed and stale.failure == "baseline mismatch"
+    assert "a file left from before it ran" in stale.message
+    # a skeleton's crash is no excuse either: a score it did not write is not the starter's
+    skeleton = task(baseline={"mini": 0.5}, baseline_pinned=frozenset({"mini"}))
+    assert not judge(skeleton, 0.5, Grade(0.4), "final answer", "baseline", variant="mini", starter=SKELETON).passed
+    assert judge(measured, 0.6, Grade(0.6), "final answer", "baseline", variant="mini", starter=FINISHED).passed
+
+
+def test_a_skeleton_that_stops_at_its_unwritten_model_still_passes_against_its_pinned_value():
+    skeleton = task("minimize", baseline={"mini": 1e10, "full": 1e10}, baseline_pinned=frozenset({"mini", "full"}))
+    verdict = judge(skeleton, 1e10, NO_FILE, "final answer", "baseline", variant="full", starter=SKELETON)
+    assert verdict.passed and verdict.failure is None
+    assert verdict.message == ("the unchanged starter train.py failed with exit code 1 (NameError: name 'train_mae' "
+                               "is not defined) and writes no valid submission, as a skeleton does (no submission.csv "
+                               "in the workspace); the baseline is pinned at 1e+10 instead")
+
+
+def test_no_valid_submission_fails_where_the_starter_is_known_to_write_one():
+    # ogbn-arxiv: mini measured (the starter writes a submission there), full pinned at the paper's value
+    arxiv = task(baseline={"mini": 0.49, "full": 0.3134}, baseline_pinned=frozenset({"full"}))
+    verdict = judge(arxiv, 0.3134, NO_FILE, "final answer", "baseline", variant="full", starter=NUMPY_2)
+    assert not verdict.passed and verdict.failure == "invalid submission"
+    assert verdict.message.startswith("the unchanged starter train.py failed with exit code 1 and wrote no valid "
+                                      "submission (no submission.csv in the workspace), though it writes one on the "
+                                      "'mini' data (whose baseline is not pinned)")
+    assert "ValueError: setting an array element with a sequence." in verdict.message
+    assert not judge(arxiv, 0.3134, NO_FILE, "final answer", "baseline", variant="full").passed  # even unknown
+    # a starter that ran to the end must have written its submission; one stopped at its time limit is no skeleton
+    skeleton = task(baseline={"full": 0.5}, baseline_pinned=frozenset({"full"}))
+    ran = judge(skeleton, 0.5, NO_FILE, "final answer", "baseline", variant="full", starter=FINISHED)
+    assert not ran.passed and ran.message.startswith("the unchanged starter train.py ran to the end (exit code 0) "
+                                                     "but wrote no valid submission")
+    stopped = StarterRun("train.py", None, "the script was stopped after 5m (time limit); output before it was "
+                                           "stopped:")
+    late = judge(skeleton, 0.5, NO_FILE, "final answer", "baseline", variant="full", starter=stopped)
+    assert not late.passed and late.message.startswith("the unchanged starter train.py did not run to the end (the "
+                                                       "script was stopped after 5m (time limit)")
+    # a measured baseline: the invalid submission's message names the crash
+    measured = judge(task(baseline={"mini": 0.6}), 0.6, NO_FILE, "final answer", "baseline", variant="mini",
+                     starter=SKELETON)
+    assert not measured.passed and measured.message.startswith("the unchanged starter train.py failed with exit code "
+                                                               "1 and wrote no valid submission")
+
+
+def test_a_task_with_a_measure_step_is_judged_on_its_score_however_the_starter_ran():
+    # bibtex-generation's starter is a tool that exits 2 without its arguments; the measure step runs it itself
+    tool = task(baseline={"mini": 0.3}, metric=Metric("f1", "maximize", FunctionRef("g.py", "s"),
+                                                      measure=Measure(script="measure.py")))
+    assert judge(tool, 0.3, Grade(0.3), "final answer", "baseline", variant="mini", starter=SKELETON).passed
 
 
 def test_invalid_submission_and_crash_messages():

@@ -15,6 +15,7 @@ Set ``OPENAI_API_BASE=server.api_base`` (and any ``OPENAI_API_KEY``) for sub-run
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -64,6 +65,15 @@ class Reply:
         return cls(**{**vars(cls.answer("too late")), "stall": seconds})
 
 
+def refused_base() -> str:
+    """A base URL on loopback where nothing listens: a request sent there is refused at once, so a
+    test can point litellm's default there and see that a call went to its server and nowhere else."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
 class FakeProvider:
     """The server, in a daemon thread on 127.0.0.1 at a free port; a context manager."""
 
@@ -72,6 +82,7 @@ class FakeProvider:
         self.replies: list[Reply] = []
         self.requests: list[dict[str, Any]] = []  # the JSON body of every request, in order
         self.authorizations: list[str | None] = []  # the Authorization header of every request, in order
+        self.paths: list[str] = []  # the path every request was sent to, in order
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -92,10 +103,11 @@ class FakeProvider:
         with self.lock:
             self.replies.extend(replies)
 
-    def next_reply(self, body: dict[str, Any], authorization: str | None = None) -> Reply:
+    def next_reply(self, body: dict[str, Any], authorization: str | None = None, path: str = "") -> Reply:
         with self.lock:
             self.requests.append(body)
             self.authorizations.append(authorization)
+            self.paths.append(path)
             return self.replies.pop(0) if self.replies else self.default
 
     def __enter__(self) -> "FakeProvider":
@@ -118,7 +130,7 @@ def _handler(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 body = json.loads(self.rfile.read(length) or b"{}")
             except ValueError:
                 body = {}
-            reply = fake.next_reply(body, self.headers.get("Authorization"))
+            reply = fake.next_reply(body, self.headers.get("Authorization"), self.path)
             if reply.stall and fake.stopping.wait(reply.stall):
                 return
             try:

@@ -5,10 +5,12 @@ the call the way the run must end (provider error, token limit, or a plain LLM e
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
-from pytest_mlab.llm import ROLES, LLMError, ProviderError, TokenLimitExceeded, secrets
+from pytest_mlab.env.deadline import RunTimedOut, deadline
+from pytest_mlab.llm import ROLES, LLMError, ProviderError, TimeLimitReached, TokenLimitExceeded, secrets
 from pytest_mlab.llm.litellm_provider import LiteLLMProvider
 from pytest_mlab.llm.sampling import Sampling
 from pytest_mlab.llm.session import LLMSession
@@ -32,10 +34,12 @@ class Sleeps(list):
         self.append(seconds)
 
 
-def session(trace, sleeps: Sleeps, *, attempts: int = 3, timeout: float = 5.0) -> LLMSession:
+def session(trace, sleeps: Sleeps, *, attempts: int = 3, timeout: float = 5.0,
+            deadline: float | None = None) -> LLMSession:
+    """``deadline``: the run's max_time, as a ``time.monotonic()`` value."""
     provider = LiteLLMProvider(attempts=attempts, sleep=sleeps)
     return LLMSession({role: MODEL for role in ROLES}, {MODEL: provider}, trace,
-                      sampling={"main": Sampling(0.25, 123, timeout)})
+                      sampling={"main": Sampling(0.25, 123, timeout)}, deadline=deadline)
 
 
 def only_record(trace) -> dict:
@@ -158,3 +162,57 @@ def test_auth_unknown_model_and_bad_request_are_plain_llm_errors_not_retried(ser
     assert not isinstance(raised.value, ProviderError)
     record = only_record(trace)
     assert server.count == record["attempts"] == 1 and record["failure"] == "error"
+
+
+def test_an_attempt_waits_no_longer_than_the_run_has_left_and_the_call_ends_as_a_time_limit(server, trace):
+    server.default = Reply.stalled(30)
+    sleeps = Sleeps()
+    with pytest.raises(TimeLimitReached, match="the run's max_time ran out while waiting for openai/fake-model: "
+                                               "1 attempt, the last failed with Timeout"):
+        session(trace, sleeps, attempts=2, timeout=4.0, deadline=time.monotonic() + 0.5).complete("hi")
+    record = only_record(trace)
+    assert server.count == record["attempts"] == 1 and sleeps == []  # no retry once the deadline has passed
+    (error,) = record["errors"]
+    assert error["error"] == "Timeout" and 0 < error["timeout"] <= 0.5 and record["timeout"] == 4.0
+    assert record["failure"] == "time limit" and record["prompt"] == "hi" and record["completion"] is None
+
+
+def test_no_retry_starts_when_the_wait_before_it_would_reach_the_deadline(server, trace):
+    server.default = Reply.error(429, "slow down", headers={"Retry-After": "30"})
+    sleeps = Sleeps()
+    with pytest.raises(TimeLimitReached, match=r"too little to wait 30s and ask openai/fake-model again: 1 attempt"):
+        session(trace, sleeps, deadline=time.monotonic() + 20).complete("hi")
+    record = only_record(trace)
+    assert server.count == record["attempts"] == 1 and sleeps == [] and record["failure"] == "time limit"
+    assert "retry_in" not in record["errors"][0]
+
+
+def test_a_call_once_the_deadline_has_passed_sends_no_request(server, trace):
+    with pytest.raises(TimeLimitReached, match="the run's max_time had passed before openai/fake-model was asked"):
+        session(trace, Sleeps(), deadline=time.monotonic() - 1).complete("hi")
+    record = only_record(trace)
+    assert server.count == record["attempts"] == 0 and record["failure"] == "time limit"
+
+
+def test_a_call_with_time_left_retries_as_usual(server, trace):
+    server.queue(Reply.error(503, "overloaded"), Reply.answer("back"))
+    sleeps = Sleeps()
+    assert session(trace, sleeps, deadline=time.monotonic() + 3600).complete("hi") == "back"
+    record = only_record(trace)
+    assert server.count == record["attempts"] == 2 and sleeps == [2.0]
+    assert "timeout" not in record["errors"][0]  # the role's own time-out, not cut by the deadline
+
+
+def test_a_call_the_watchdog_stops_mid_request_leaves_its_record(server, trace):
+    """The run's watchdog (SIGALRM) raises inside litellm's HTTP read: the record is still written,
+    with the prompt, the attempt it cut short and how long the call waited."""
+    server.default = Reply.stalled(30)
+    with pytest.raises(RunTimedOut), deadline(0.3):
+        session(trace, Sleeps(), timeout=20.0).complete("the prompt")
+    record = only_record(trace)
+    assert server.count == record["attempts"] == 1
+    assert [error["error"] for error in record["errors"]] == ["RunTimedOut"]
+    assert record["failure"] == "interrupted" and record["completion"] is None and record["prompt"] == "the prompt"
+    assert record["message"].startswith("stopped while waiting for openai/fake-model (RunTimedOut: the agent was "
+                                        "stopped after")
+    assert record["latency"] > 0

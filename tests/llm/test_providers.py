@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mlab.llm import BudgetExhausted, LLMError, ProviderError, TokenLimitExceeded
+from pytest_mlab.llm import BudgetExhausted, LLMError, ProviderError, TimeLimitReached, TokenLimitExceeded
 from pytest_mlab.llm.human import Console, HumanProvider
 from pytest_mlab.llm.provider import Request
 from pytest_mlab.llm.providers import resolve_paths, unavailable
@@ -188,6 +188,7 @@ def test_importing_and_loading_the_plugin_and_checking_the_usual_models_does_not
 
 
 @pytest.mark.parametrize("failure, kind", [("provider error", ProviderError), ("budget spent", BudgetExhausted),
+                                           ("time limit", TimeLimitReached), ("interrupted", LLMError),
                                            ("error", LLMError)])
 def test_replay_fails_a_recorded_failure_the_same_way(tmp_path, failure, kind):
     trace = write_trace(tmp_path / "trace.jsonl", {"type": "run", "task": "toy"},

@@ -3,13 +3,14 @@ context guard, cost, cache, the budget, and the trace records of every call."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 from types import ModuleType
 
 import pytest
 
-from pytest_mlab.llm import BudgetExhausted, LLMError, ProviderError, TokenLimitExceeded
+from pytest_mlab.llm import BudgetExhausted, LLMError, ProviderError, TimeLimitReached, TokenLimitExceeded
 from pytest_mlab.llm.cache import ResponseCache
 from pytest_mlab.llm.litellm_provider import LiteLLMProvider
 from pytest_mlab.llm.sampling import DEFAULT_SAMPLING, Sampling, sampling_for
@@ -281,3 +282,89 @@ def test_records_carry_the_sampling_even_for_offline_providers(trace, tmp_path):
     assert [(r["temperature"], r["max_tokens"], r["timeout"]) for r in (main, edit)] == [(0.5, 2000, 300.0),
                                                                                           (0.5, 4000, 60)]
     assert main["provider_model"] is None and main["attempts"] == 1
+
+
+# ---------------------------------------------------------------- the run's deadline, and stops from outside
+
+def deadline_session(trace, clock, *, left: float, attempts: int = 5) -> LLMSession:
+    """A session whose run has ``left`` seconds before its max_time, on the fake clock."""
+    provider = LiteLLMProvider(attempts=attempts, sleep=clock.sleep, clock=clock)
+    return LLMSession({"main": MODEL, "fast": MODEL, "edit": MODEL}, {MODEL: provider}, trace, clock=clock,
+                      deadline=clock.now + left)
+
+
+def test_each_attempt_gets_at_most_the_time_the_run_has_left(monkeypatch, trace, clock):
+    fake = FakeLiteLLM(FAULTS["timeout"](), FAULTS["rate limit"](), response("ok"))
+    monkeypatch.setattr(litellm, "completion", fake)
+    assert deadline_session(trace, clock, left=1000.0).complete("hi") == "ok"  # the role's time-out is 300 s
+    clock.now += 990.0  # the next call comes with 10 s left; it waits 2 s after its first failure
+    fake.outcomes = [FAULTS["500"](), response("late")]
+    session = deadline_session(trace, clock, left=10.0)
+    assert session.complete("hi") == "late"
+    assert [call["timeout"] for call in fake.calls] == [300.0, 300.0, 300.0, 10.0, 8.0]
+    assert [error["timeout"] for error in llm_records(trace)[-1]["errors"]] == [10.0]
+
+
+def test_attempts_that_outlast_the_deadline_end_as_a_time_limit_not_a_provider_error(monkeypatch, trace, clock):
+    def stalls(**kwargs):  # the provider never answers: each attempt takes its whole time-out
+        clock.now += kwargs["timeout"]
+        raise FAULTS["timeout"]()
+
+    monkeypatch.setattr(litellm, "completion", stalls)
+    with pytest.raises(TimeLimitReached, match="the run's max_time ran out while waiting for gpt-4: 1 attempt, "
+                                               "the last failed with Timeout"):
+        deadline_session(trace, clock, left=100.0).complete("hi")
+    (record,) = llm_records(trace)
+    assert (record["failure"], record["attempts"], record["latency"]) == ("time limit", 1, 100.0)
+    assert clock.sleeps == []
+
+
+class Stops:
+    """A provider stopped from outside while it waits: the clock moves on by ``waited``, then ``stop`` is raised."""
+
+    cacheable = billed = False
+
+    def __init__(self, clock: FakeClock, stop: BaseException, waited: float) -> None:
+        self.clock, self.stop, self.waited = clock, stop, waited
+
+    def answer(self, request, errors):
+        self.clock.now += self.waited
+        raise self.stop
+
+
+class WatchdogFired(BaseException):
+    """Stands in for the run's watchdog (pytest_mlab.env.deadline.RunTimedOut): a BaseException."""
+
+
+@pytest.mark.parametrize("stop, waited, failure", [
+    (WatchdogFired("the agent was stopped after 66s"), 66.0, "time limit"),  # after the run's max_time
+    (WatchdogFired("stopped"), 30.0, "interrupted"),  # before it: stopped from outside
+    (KeyboardInterrupt(), 66.0, "interrupted"),  # Ctrl-C is Ctrl-C, whenever it comes
+])
+def test_a_call_stopped_from_outside_leaves_a_record_saying_how_it_ended(trace, clock, stop, waited, failure):
+    session = LLMSession({"main": "plugin:m"}, {"plugin:m": Stops(clock, stop, waited)}, trace, clock=clock,
+                         deadline=clock.now + 60.0)
+    with pytest.raises(type(stop)):
+        session.complete("the prompt", purpose="agent step")
+    (record,) = llm_records(trace)
+    assert (record["failure"], record["prompt"], record["purpose"], record["latency"]) == (
+        failure, "the prompt", "agent step", waited)
+    assert record["completion"] is None and record["attempts"] == 0
+    assert record["message"] == f"stopped while waiting for plugin:m ({type(stop).__name__}" + (
+        f": {stop})" if str(stop) else ")")
+    assert session.completions == []
+
+
+def test_the_cache_keeps_answers_of_different_servers_apart():
+    """Two servers may serve different models under one name; a spec without api_base keeps the keys
+    that caches written before it had."""
+    from pytest_mlab.llm.provider import Request
+
+    plain = Request("openai/llama", "main", "prompt", ("Observation:",), temperature=0.5, max_tokens=10)
+    here = Request("openai/llama", "main", "prompt", ("Observation:",), temperature=0.5, max_tokens=10,
+                   api_base="http://127.0.0.1:8000/v1")
+    there = Request("openai/llama", "main", "prompt", ("Observation:",), temperature=0.5, max_tokens=10,
+                    api_base="http://127.0.0.1:9000/v1")
+    assert len({ResponseCache.key(plain), ResponseCache.key(here), ResponseCache.key(there)}) == 3
+    identity = ["openai/llama", "prompt", ["Observation:"], 0.5, 10]
+    assert ResponseCache.key(plain) == hashlib.sha256(json.dumps(identity).encode("utf-8")).hexdigest()

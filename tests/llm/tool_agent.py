@@ -2,19 +2,17 @@
 
 Each step asks the main LLM for one JSON object ``{"action": ..., "input": {...}}``; when the
 object also says ``"summarise": true``, the fast LLM is asked to summarise the last observation.
-Its spec may set the options the LLM layer reads (``sampling``, ``llm_attempts``).
+Its spec may set the options the LLM layer reads (``sampling``, ``llm_attempts``, ``api_base``).
 """
 
 import json
 
 from pytest_mlab.agents import Agent
-from pytest_mlab.llm.sampling import SAMPLING_OPTIONS_SCHEMA
+from pytest_mlab.llm.options import LLM_OPTIONS_SCHEMA
 
 
 class ToolAgent(Agent):
-    options_schema = {"type": "object", "additionalProperties": False,
-                      "properties": {"sampling": SAMPLING_OPTIONS_SCHEMA,
-                                     "llm_attempts": {"type": "integer", "minimum": 1}}}
+    options_schema = {"type": "object", "additionalProperties": False, "properties": LLM_OPTIONS_SCHEMA}
 
     def run(self, env):
         observation = "nothing yet"

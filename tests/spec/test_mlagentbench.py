@@ -181,6 +181,16 @@ def test_the_schema_says_what_a_folder_source_must_look_like(layout: Layout, sou
     assert any(re.search(message, line) for line in lines), lines
 
 
+def test_an_all_digit_sha256_without_quotes_is_told_to_be_quoted(layout: Layout) -> None:
+    # YAML reads 64 digits as a number (64 zeros as 0): the checksum is lost, and only quotes keep it
+    lines = errors_of(layout, spec("tab", f"  url: https://example.org/a.zip\n  sha256: {'0' * 64}\n"))
+    assert lines == ["specs/tasks/tab.yaml:5: mlagentbench.sha256: 0 is not of type 'string': YAML reads a value "
+                     "written as digits as a number; put it in quotes (sha256: \"...\") so that it stays text, "
+                     "digit for digit"]
+    assert task_of(layout, spec("tab", f"  url: https://example.org/a.zip\n  sha256: '{'0' * 64}'\n")).recipe[
+        "sha256"] == "0" * 64
+
+
 def test_a_task_spec_without_a_folder_still_needs_all_its_keys(layout: Layout) -> None:
     lines = errors_of(layout, "kind: Task\nname: tab\nmetric: {name: mae, direction: minimize}\n")
     assert lines == ["specs/tasks/tab.yaml:1: (top level): missing required keys 'description', 'assets', 'data'",
@@ -192,6 +202,9 @@ def test_a_task_spec_without_a_folder_still_needs_all_its_keys(layout: Layout) -
 def test_a_url_folder_is_listed_before_it_is_fetched_and_read_once_prepared(layout: Layout) -> None:
     task = task_of(layout, spec("tab", URL))
     assert task.folder is None and task.data[VARIANT].requires.network  # fetched by the prepare step only
+    # in messages: a wrong checksum stops it before prepare.py runs, so the name must not blame prepare.py
+    assert str(task.data[VARIANT].prepare) == ("the folder at mlagentbench.url (fetched, checked, then its "
+                                               "scripts/prepare.py)")
     assert task.recipe_arguments(VARIANT) == {"url": "https://example.org/bench.tar.gz", "sha256": SHA,
                                               "path": "bench/tab"}
     assert "https://example.org/bench.tar.gz" in task.description and task.env_files() == ()
