@@ -9,7 +9,7 @@ import pytest
 
 from pytest_mlab.agents.research import ResearchAgent
 from pytest_mlab.errors import SpecError
-from pytest_mlab.llm.base import LLMError, ProviderError, TokenLimitExceeded
+from pytest_mlab.llm.base import LLMError, ProviderError, TimeLimitReached, TokenLimitExceeded
 from pytest_mlab.spec.models import Limits
 from pytest_mlab.trace import read_trace
 from tests.agents.fakes import FakeLLM, agent_actions, agent_plan, environment, response
@@ -130,6 +130,34 @@ def test_a_provider_failure_mid_run_ends_it(tmp_path):
     understand = response("Understand File", '{"file_name": "train.py", "things_to_look_for": "the metric"}')
     with pytest.raises(ProviderError):
         run(tmp_path, [understand, ("fast", ProviderError("429 five times"))])
+
+
+@pytest.mark.parametrize("summarize_over", [0, 10])
+def test_the_runs_deadline_met_by_a_summary_or_log_entry_ends_the_run_at_once(tmp_path, summarize_over):
+    """Past the run's max_time no request is sent: asking again for the log entry (or falling back
+    to the observation's start) would only add empty records before the run ends as its time limit."""
+    over = TimeLimitReached("the run's max_time had passed before gpt-4 was asked")
+    script = [look(0), ("fast", over), ("fast", "[Reasoning]: never asked"), FINAL]
+    llm = FakeLLM(list(script))
+    env = environment(tmp_path, agent_actions("research"), llm, files=FILES)
+    agent = ResearchAgent(agent_plan("research", summarize_over=summarize_over), env.llm)
+    with pytest.raises(TimeLimitReached):
+        agent.run(env)
+    assert [call.role for call in llm.calls] == ["main", "fast"]
+
+
+def test_the_runs_deadline_met_inside_an_action_ends_the_run_as_its_time_limit(tmp_path):
+    """Understand File's call meets the deadline: the step is recorded and the run ends as a
+    time-out, not as an LLMError observation the agent would act on with no time left."""
+    understand = response("Understand File", '{"file_name": "train.py", "things_to_look_for": "the metric"}')
+    over = TimeLimitReached("the run's max_time leaves 2.0s, too little to wait 4s and ask gpt-4 again")
+    llm = FakeLLM([understand, ("fast", over), FINAL])
+    env = environment(tmp_path, agent_actions("research"), llm, files=FILES)
+    with pytest.raises(TimeLimitReached):
+        ResearchAgent(agent_plan("research"), env.llm).run(env)
+    (step,) = [r for r in read_trace(tmp_path / "trace.jsonl") if r["type"] == "step"]
+    assert (step["action"], step["ended"]) == ("Understand File", "timeout")
+    assert step["observation"].startswith("TimeLimitReached: the run's max_time leaves 2.0s")
 
 
 def test_a_log_entry_is_asked_again_until_it_has_its_labels_then_given_up(tmp_path):
