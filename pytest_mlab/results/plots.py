@@ -208,8 +208,9 @@ def _cost(plt, summary: dict[str, Any]):
 
 def _efficiency(plt, summary: dict[str, Any]):
     """One point per agent: mean tokens per run against the average success rate over tasks;
-    None when no agent called an LLM."""
-    agents = summary["agents"]
+    None when no agent called an LLM. The baseline agent is left out, as in the success figure: it
+    has no success rate, and a point at 0% would read as a failing agent."""
+    agents = [row for row in summary["agents"] if row.get("expect") != BASELINE_EXPECT]
     if not any(row["mean_tokens"] for row in agents):
         return None
     labels = [agent_label(row) for row in agents]

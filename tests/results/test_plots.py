@@ -137,3 +137,15 @@ def test_several_runs_get_their_interval_and_their_count():
 def test_a_session_of_baseline_runs_has_no_success_figure(tmp_path):
     runs = [run(task, "baseline", expect="baseline", success=False) for task in ("a", "b")]
     assert "success_rate.png" not in [path.name for path in write_plots(tmp_path, aggregate(runs))]
+
+
+def test_the_efficiency_figure_leaves_the_baseline_agent_out():
+    runs = [run("a", "research", llm="gpt-4", tokens=20000), run("a", "baseline", expect="baseline", success=False)]
+    figure = plots._efficiency(plt, aggregate(runs))
+    try:
+        labels = [text.get_text() for text in figure.axes[0].get_legend().get_texts()]
+        assert labels == ["research (gpt-4)"]
+        (points,) = figure.axes[0].collections
+        assert [list(xy) for xy in points.get_offsets()] == [[20000.0, 1.0]]
+    finally:
+        plt.close(figure)
