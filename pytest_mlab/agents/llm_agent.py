@@ -31,7 +31,7 @@ from pytest_mlab.agents.base import Agent
 from pytest_mlab.agents.parsing import STOP, ParsedResponse, cut_at_stop, read_response
 from pytest_mlab.env.environment import Environment, usage
 from pytest_mlab.errors import SpecError
-from pytest_mlab.llm.base import BudgetExhausted, LLMError, ProviderError, TimeLimitReached, TokenLimitExceeded
+from pytest_mlab.llm.base import ENDS_RUN, LLMError, TokenLimitExceeded
 from pytest_mlab.llm.options import LLM_OPTIONS_SCHEMA
 from pytest_mlab.outcomes import EndReason
 from pytest_mlab.spec.models import AgentSpec
@@ -176,7 +176,7 @@ class LLMAgent(Agent):
                                      partial(prompts.summarize_observation_block, shown),
                                      partial(prompts.merge_observation_summaries, shown),
                                      purpose="summarise observation")
-        except (ProviderError, BudgetExhausted, TimeLimitReached):
+        except ENDS_RUN:
             raise
         except (TokenLimitExceeded, LLMError) as exc:  # the history shows the start rather than lose the step
             return f"{observation[:limit]}\n[... {len(observation) - limit} more characters; no summary: {exc}]"

@@ -18,7 +18,7 @@ from pytest_mlab.agents import prompts
 from pytest_mlab.agents.llm_agent import LLM_AGENT_OPTIONS, LLMAgent, Turn
 from pytest_mlab.env.environment import Environment
 from pytest_mlab.errors import SpecError
-from pytest_mlab.llm.base import BudgetExhausted, LLMError, ProviderError, TimeLimitReached, TokenLimitExceeded
+from pytest_mlab.llm.base import ENDS_RUN, LLMError, TokenLimitExceeded
 from pytest_mlab.spec.models import AgentSpec
 from pytest_mlab.spec.plan import RunPlan
 
@@ -65,7 +65,7 @@ class ResearchAgent(LLMAgent):
             try:
                 text = self.llm.complete(prompt, role="fast", purpose="research log entry" +
                                          (f", retry {attempt}" if attempt else ""))
-            except (ProviderError, BudgetExhausted, TimeLimitReached):  # the run is over: asking again cannot help
+            except ENDS_RUN:
                 raise
             except (TokenLimitExceeded, LLMError):
                 continue

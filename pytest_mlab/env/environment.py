@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping
 
 from pytest_mlab.env.context import ActionContext, ReadOnlyRules
 from pytest_mlab.errors import EnvError, MlabError, WorkspaceOverLimits
-from pytest_mlab.llm.base import BudgetExhausted, LLMError, ProviderError, TimeLimitReached, TokenLimitExceeded
+from pytest_mlab.llm.base import ENDS_RUN, RUN_ENDING, LLMError, TokenLimitExceeded
 from pytest_mlab.outcomes import EndReason
 from pytest_mlab.sandbox.base import Sandbox
 from pytest_mlab.spec.models import ActionSpec, ArgumentSpec, Limits
@@ -104,12 +104,9 @@ class Environment:
             observation, is_error = str(exc), True
         except EnvError as exc:
             observation, is_error = f"EnvError: {exc}", True
-        except (ProviderError, BudgetExhausted) as exc:  # the provider or the budget gave out: ends the run
+        except ENDS_RUN as exc:  # the provider, the budget or the run's time gave out: the run ends
             observation, is_error, llm_failure = f"{type(exc).__name__}: {exc}", True, exc
-            self.end_reason = EndReason.PROVIDER_ERROR if isinstance(exc, ProviderError) else EndReason.BUDGET_SPENT
-        except TimeLimitReached as exc:  # a composite action's call met the run's max_time: the run is over
-            observation, is_error, llm_failure = f"{type(exc).__name__}: {exc}", True, exc
-            self.end_reason = EndReason.TIME_LIMIT
+            self.end_reason = next(reason for kind, reason in RUN_ENDING.items() if isinstance(exc, kind))
         except TokenLimitExceeded as exc:  # a composite action's input is too long for its model: the agent goes on
             observation, is_error = f"EnvError: too long input for the tool ({exc})", True
         except LLMError as exc:  # a composite action's LLM call failed: an observation, as in the original

@@ -43,11 +43,8 @@ def score_steps(task: TaskSpec, run_dir: Path, data: PreparedData, baseline: flo
     return payload
 
 
-def final_snapshot(run_dir: Path) -> str | None:
+def final_snapshot(records: list[dict[str, Any]]) -> str | None:
     """The snapshot the runner graded, from the trace's ``result`` record."""
-    if not (run_dir / "trace.jsonl").exists():
-        return None
-    records = read_trace(run_dir / "trace.jsonl")
     saved = next((record for record in reversed(records) if record.get("type") == "result"), None)
     return saved.get("snapshot") if saved else None
 
@@ -57,7 +54,9 @@ def regrade_final(task: TaskSpec, run_dir: Path, data: PreparedData, *, sandbox:
     """The run's final snapshot judged again: (grade, verdict, baseline), or None when the run
     never got as far as a graded snapshot (nothing to redo). A measure step runs in a ``sandbox``
     of that kind, with the task's limits."""
-    snapshot = final_snapshot(run_dir)
+    trace = run_dir / "trace.jsonl"
+    records = read_trace(trace) if trace.exists() else []
+    snapshot = final_snapshot(records)
     if snapshot is None:
         return None
     grade = grade_snapshot(task, SnapshotStore(run_dir / "snapshots", fsync=False), snapshot, data, sandbox=sandbox,
@@ -65,5 +64,5 @@ def regrade_final(task: TaskSpec, run_dir: Path, data: PreparedData, *, sandbox:
     keep_timing(grade, run_dir)
     baseline = task.baseline.get(variant)
     detail = cut_short_detail(message, end_reason) if EndReason(end_reason).cut_short else None
-    starter = starter_run(read_trace(run_dir / "trace.jsonl"), task.starter)
+    starter = starter_run(records, task.starter)
     return grade, judge(task, baseline, grade, end_reason, expect, detail, variant=variant, starter=starter), baseline

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Protocol, Sequence
 
 from pytest_mlab.errors import MlabError
+from pytest_mlab.outcomes import EndReason
 
 #: The three roles of the paper's agent: the main model, a fast one for summaries and file
 #: understanding, and one for code edits.
@@ -56,6 +57,13 @@ class TimeLimitReached(LLMError):
     the run ends as ``timeout``, as any run out of time does. Not a :class:`ProviderError`: the run
     had its whole time, so it is the agent's result, graded, and not run again by --mlab-resume."""
 
+
+#: The failed calls that end the run wherever they happen (the agent's own step, an action's call, a
+#: research-log entry or an observation summary), and how it ends: asking again or going on cannot help.
+RUN_ENDING: dict[type[LLMError], EndReason] = {ProviderError: EndReason.PROVIDER_ERROR,
+                                               BudgetExhausted: EndReason.BUDGET_SPENT,
+                                               TimeLimitReached: EndReason.TIME_LIMIT}
+ENDS_RUN: tuple[type[LLMError], ...] = tuple(RUN_ENDING)
 
 #: The ``failure`` of an ``llm`` trace record for each kind of failed call (other failures: ``"error"``);
 #: a replay raises the same kind again.

@@ -36,6 +36,8 @@ from pytest_mlab.results.paper import paper_count
 from pytest_mlab.results.record import RunResult
 
 PAPER_TAG = "paper"
+#: The ``expect`` of the baseline agent's runs: the starter's score, never success (no rate to show).
+BASELINE_EXPECT = "baseline"
 GROUP_KEYS = ("task", "agent", "llm", "variant")
 AGENT_KEYS = ("agent", "llm", "variant")
 Z_95 = 1.959963984540054
@@ -80,7 +82,7 @@ def measured_improvement(run: RunResult, value: float | None) -> float | None:
     """``value`` (an improvement of ``run``), or None where it measures nothing: the baseline
     agent's against a pinned baseline (fathomnet's starter scores 0 against the placeholder 1e-10:
     -100% says nothing about the starter, which is the baseline)."""
-    return None if run.expect == "baseline" and run.baseline_pinned else value
+    return None if run.expect == BASELINE_EXPECT and run.baseline_pinned else value
 
 
 def summarize(runs: list[RunResult]) -> dict[str, Any]:
@@ -95,7 +97,6 @@ def summarize(runs: list[RunResult]) -> dict[str, Any]:
     counted = [count for count in map(paper_count, runs) if count.counted]
     paper_successes = sum(1 for count in counted if count.success)
     paper_low, paper_high = wilson_interval(paper_successes, len(counted))
-    expects = {run.expect for run in runs}
     return {
         "runs": n, "successes": successes, "success_rate": successes / n if n else None,
         "ci_low": low, "ci_high": high, "infrastructure_failures": infrastructure,
@@ -103,7 +104,7 @@ def summarize(runs: list[RunResult]) -> dict[str, Any]:
         "paper_runs": len(counted), "paper_successes": paper_successes,
         "paper_success_rate": paper_successes / len(counted) if counted else None,
         "paper_ci_low": paper_low, "paper_ci_high": paper_high, "paper_dropped": n - len(counted),
-        "expect": expects.pop() if len(expects) == 1 else "mixed", "passed": sum(1 for run in runs if run.passed),
+        "expect": _expect(run.expect for run in runs), "passed": sum(1 for run in runs if run.passed),
         "baseline_pinned": any(run.baseline_pinned for run in runs),
         "valid_rate": sum(1 for run in runs if run.valid) / n if n else None,
         "mean_improvement": _mean(measured_improvement(run, run.improvement) for run in runs if run.valid),
@@ -141,7 +142,7 @@ def aggregate(runs: list[RunResult]) -> dict[str, Any]:
                            row["success_rate_excluding_infrastructure"] for row in headline),
                        "paper_average_success_rate": _mean(row["paper_success_rate"] for row in headline),
                        "paper_dropped": sum(row["paper_dropped"] for row in rows),
-                       "expect": _expect(rows),
+                       "expect": _expect(row["expect"] for row in rows),
                        "median_improvement": _median(row["mean_improvement"] for row in headline),
                        "average_improvement": _mean(row["mean_improvement"] for row in headline),
                        "other_tasks": len(others),
@@ -152,10 +153,10 @@ def aggregate(runs: list[RunResult]) -> dict[str, Any]:
     return {"groups": groups, "agents": agents}
 
 
-def _expect(rows: list[dict[str, Any]]) -> str:
-    """What an agent's items assert: ``baseline``, ``success``, or ``mixed``."""
-    expects = {row["expect"] for row in rows}
-    return expects.pop() if len(expects) == 1 else "mixed"
+def _expect(expects: Iterable[str]) -> str:
+    """What a group's or an agent's items assert: ``baseline``, ``success``, or ``mixed``."""
+    distinct = set(expects)
+    return distinct.pop() if len(distinct) == 1 else "mixed"
 
 
 def metric_spread(runs: list[RunResult]) -> list[dict[str, Any]]:

@@ -18,10 +18,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
-from pytest_mlab.results.aggregate import agent_label
+from pytest_mlab.results.aggregate import BASELINE_EXPECT, agent_label
 
 BASELINE_AGENT = "baseline"
-BASELINE_EXPECT = "baseline"  # the ``expect`` of the baseline agent's groups: no success rate to draw
 PLOTS = ("success_rate.png", "improvement.png", "failures.png", "cost.png", "efficiency.png")
 SYMLOG_ABOVE = 1.0  # an improvement beyond +-100% turns the improvement axis symmetric-logarithmic
 SYMLOG_LINEAR = 0.1  # ... linear within +-10%

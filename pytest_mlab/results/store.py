@@ -13,14 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from pytest_mlab.errors import MlabError
-from pytest_mlab.results.aggregate import aggregate, agent_label
+from pytest_mlab.results.aggregate import BASELINE_EXPECT, aggregate, agent_label
 from pytest_mlab.results.record import RunResult
 from pytest_mlab.results.strict_json import dumps
 from pytest_mlab.spec.units import format_duration
 
 RESULTS_VERSION = 2
 RESULTS_FILE = "results.json"
-BASELINE = "baseline"  # what the baseline agent's items expect: the starter's score, not success
 NOTE_WIDTH = 110  # the notes under the summary wrap here
 TABLE_COLUMNS = ["task", "agent", "seed", "score", "baseline", "improvement", "success", "steps", "time", "result"]
 
@@ -87,8 +86,7 @@ def render_summary(results: list[RunResult]) -> str:
                "excl. infra": _headline(row, "average_success_rate_excluding_infrastructure"),
                "paper rule": _headline(row, "paper_average_success_rate"),
                "median improvement": _percent(row["median_improvement"]),
-               "other tasks": "-" if not row["other_tasks"] else _headline(row, "other_average_success_rate") if
-               row["expect"] == BASELINE else f"{_headline(row, 'other_average_success_rate')} of {row['other_tasks']}",
+               "other tasks": _other_tasks(row),
                "infra failures": row["infrastructure_failures"],
                "cost": f"${row['total_cost']:.2f}"} for row in summary["agents"]]
     tables = pd.DataFrame(rows).to_string(index=False) + "\n\n" + pd.DataFrame(agents).to_string(index=False)
@@ -102,10 +100,10 @@ def _notes(summary: dict[str, Any]) -> list[str]:
              "tagged paper, when any ran)",
              "paper rule: success counted as the paper's plot.py counts it, which also drops runs that timed out, "
              f"crashed or ran out of GPU memory ({_counted(dropped, 'run')} dropped here; see docs/fidelity.md)"]
-    if any(row["expect"] == BASELINE for row in summary["groups"]):
+    if any(row["expect"] == BASELINE_EXPECT for row in summary["groups"]):
         notes.append("n/a (baseline): the baseline agent runs the unchanged starter, from which improvement is "
                      "measured, so it cannot succeed by definition; its items check the baseline (PASS/FAIL above)")
-    if any(row["expect"] == BASELINE and row["baseline_pinned"] for row in summary["groups"]):
+    if any(row["expect"] == BASELINE_EXPECT and row["baseline_pinned"] for row in summary["groups"]):
         notes.append("pinned: the task's baseline is a fixed placeholder (e.g. fathomnet's 1e-10), not a "
                      "measurement, so the starter's improvement over it is not shown")
     return [textwrap.fill(note, NOTE_WIDTH, subsequent_indent="  ") for note in notes]
@@ -113,7 +111,7 @@ def _notes(summary: dict[str, Any]) -> list[str]:
 
 def _rate(row: dict[str, Any], rate: str, low: str, high: str) -> str:
     """A success rate with its 95% interval; none for the baseline agent, which cannot succeed."""
-    if row["expect"] == BASELINE:
+    if row["expect"] == BASELINE_EXPECT:
         return "n/a (baseline)"
     if row[rate] is None:
         return "-"
@@ -122,7 +120,7 @@ def _rate(row: dict[str, Any], rate: str, low: str, high: str) -> str:
 
 def _paper_rate(row: dict[str, Any]) -> str:
     """The rate by the paper's rule and its denominator: ``50% of 4``, ``- (1 dropped)`` when it drops every run."""
-    if row["expect"] == BASELINE:
+    if row["expect"] == BASELINE_EXPECT:
         return "n/a"
     if not row["paper_runs"]:
         return f"- ({row['paper_dropped']} dropped)"
@@ -131,13 +129,21 @@ def _paper_rate(row: dict[str, Any]) -> str:
 
 def _improvement(row: dict[str, Any]) -> str:
     """The mean improvement; for the baseline agent against a pinned placeholder, it says so instead."""
-    if row["expect"] == BASELINE and row["baseline_pinned"] and row["mean_improvement"] is None:
+    if row["expect"] == BASELINE_EXPECT and row["baseline_pinned"] and row["mean_improvement"] is None:
         return "- (pinned)"
     return _percent(row["mean_improvement"])
 
 
 def _headline(row: dict[str, Any], field: str, label: str = "n/a") -> str:
-    return label if row["expect"] == BASELINE else _percent(row[field], signed=False)
+    return label if row["expect"] == BASELINE_EXPECT else _percent(row[field], signed=False)
+
+
+def _other_tasks(row: dict[str, Any]) -> str:
+    """An agent's average success over its tasks outside the headline, and how many there are."""
+    if not row["other_tasks"]:
+        return "-"
+    rate = _headline(row, "other_average_success_rate")
+    return rate if row["expect"] == BASELINE_EXPECT else f"{rate} of {row['other_tasks']}"
 
 
 def _counted(count: int, noun: str) -> str:
@@ -159,9 +165,10 @@ def render_table(results: list[RunResult]) -> str:
         rows.append({
             "task": result.task, "agent": agent, "seed": result.seed,
             "score": _number(result.score), "baseline": _number(result.baseline),
-            "improvement": "- (pinned)" if result.expect == BASELINE and result.baseline_pinned
+            "improvement": "- (pinned)" if result.expect == BASELINE_EXPECT and result.baseline_pinned
             else _percent(result.improvement),
-            "success": "n/a" if result.expect == BASELINE else "yes" if result.success else "no", "steps": result.steps,
+            "success": "n/a" if result.expect == BASELINE_EXPECT else "yes" if result.success else "no",
+            "steps": result.steps,
             "time": format_duration(result.wall_time),
             "result": _outcome(result),
         })
