@@ -161,6 +161,7 @@ def test_a_node_runs_its_run_in_its_own_local_docker(
     assert run["passed"] and run["sandbox"] == "docker" and run["host"].startswith("ray:"), run
     import docker
 
-    left = docker.from_env().containers.list(all=True, filters={"label": "pytest-mlab.run"})
-    assert not [c.name for c in left if c.labels["pytest-mlab.run"].startswith("toy[")], "a container was left"
+    # this run's containers only: other tests on the same daemon run toy items of their own at the same time
+    left = docker.from_env().containers.list(all=True, filters={"label": f"pytest-mlab.run={run['run_id']}"})
+    assert not [c.name for c in left], "a container was left"
     assert not cluster.temp_left(), "the run left temp folders behind"
