@@ -1,7 +1,8 @@
 # pytest-mlab/runtime:1, the image remote docker hosts run unless a task names its own: its own
-# Python, the packages the tasks' starter code, data recipes and graders use, and a shell.
+# Python, the agents' packages from the task runtime's lock (what agents' scripts, starters and
+# measure steps import; never pytest-mlab or the harness's packages), and a shell.
 # For hosts that reach an image registry and PyPI; a host that reaches neither imports a tarball
-# of the harness's own Python instead (pytest-mlab image tarball / import; docs/docker-images.md).
+# of this machine's task runtime instead (pytest-mlab image tarball / import; docs/docker-images.md).
 #
 # Build it on (or for) the host, from the repository root, which is the build context:
 #   docker -H tcp://HOST:2376 build -f docker/runtime.Dockerfile -t pytest-mlab/runtime:1 .
@@ -11,19 +12,20 @@ LABEL pytest-mlab.image=runtime
 
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    PIP_ROOT_USER_ACTION=ignore
+    PIP_ROOT_USER_ACTION=ignore \
+    UV_NO_CACHE=1 \
+    PATH=/opt/task-runtime/bin:$PATH
 
-# torch first and pinned, as the README's set-up installs it, here from PyTorch's CPU index so that
-# pip cannot resolve the multi-GB CUDA build; the project's extras then find it satisfied.
-RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
-
-# The package list is the project's own `tasks` extra (pyproject.toml), not a copy of it.
-COPY pyproject.toml README.md /opt/pytest-mlab/
-COPY pytest_mlab /opt/pytest-mlab/pytest_mlab
-RUN pip install "/opt/pytest-mlab[tasks]"
-# the CLRS task's clrs package, without its declared dependencies (the full tensorflow and a 2022
-# tfds-nightly); the tasks extra holds what it imports
-RUN pip install --no-deps dm-clrs==2.0.0
+# The agents' environment from the same lock as every other sandbox's (pytest_mlab/task_runtime),
+# with the same tool: a virtual environment holding exactly the lock's packages, bytecode compiled,
+# torch's CPU build from PyTorch's index. It comes first on PATH, so python3 is its interpreter.
+COPY pytest_mlab/task_runtime/requirements.lock /opt/task-runtime.lock
+RUN pip install uv \
+    && uv venv --python /usr/local/bin/python3 /opt/task-runtime \
+    && uv pip sync --python /opt/task-runtime/bin/python --compile-bytecode \
+        --extra-index-url https://download.pytorch.org/whl/cpu --index-strategy unsafe-best-match \
+        /opt/task-runtime.lock \
+    && pip uninstall -y uv
 
 # The sandbox user (uid 65532, "nonroot"), with its HOME in the /tmp the sandbox mounts. The slim
 # image already has /bin/sh, cat, mkdir, rm, ls, env and sleep, and /tmp with mode 1777.

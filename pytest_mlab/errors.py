@@ -89,3 +89,7 @@ class DataCacheWarning(UserWarning):
 class UnsignedRecordWarning(UserWarning):
     """A run's ``result`` record lacks the harness's signature (results/signing.py): something
     other than the harness wrote it, or an older version did; the run is not trusted and runs again."""
+
+
+class TaskRuntimeError(MlabError):
+    """The agents' Python environment (the task runtime) cannot be built or used."""

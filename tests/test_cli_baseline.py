@@ -9,9 +9,10 @@ import pytest
 import yaml
 
 from pytest_mlab.cli import main
-from pytest_mlab.cli.baseline import Measured, edit_baseline_mapping, record
+from pytest_mlab.cli.baseline import MACHINE_KEYS, Measured, edit_baseline_mapping, record
 from pytest_mlab.errors import MlabError
 from pytest_mlab.spec.baselines import Measurement, write_baselines
+from pytest_mlab.task_runtime.choice import describe
 from tests.helpers import copy_toy_project, run_specs
 
 
@@ -136,7 +137,7 @@ def recorded_here(project: Path, *scores: float, sandbox: str = "local", **machi
     from pytest_mlab.results.environment import describe_environment
 
     where = describe_environment(project)
-    machine = {key: where[key] for key in ("hostname", "platform", "python", "cpus", "gpus")}
+    machine = {key: where[key] for key in MACHINE_KEYS}
     machine.update(machine_changes)
     spec = project / "specs" / "tasks" / "toy.yaml"
     return record(Measured("toy", "mini", Measurement(scores, sandbox, "2026-11-23T10:00:00+0000", head(project),
@@ -153,7 +154,7 @@ def fake_runs(monkeypatch, *scores: float) -> list:
     def measure(root, name, variant, runs, sandbox, cache, out, *, check=False):
         calls.append((name, variant, runs, sandbox))
         where = describe_environment(root)
-        machine = {key: where[key] for key in ("hostname", "platform", "python", "cpus", "gpus")}
+        machine = {key: where[key] for key in MACHINE_KEYS}
         return Measured(name, variant, Measurement(scores[:runs], sandbox, "2026-11-24T10:00:00+0000", where["commit"],
                                                    machine), root / "specs" / "tasks" / f"{name}.yaml")
 
@@ -250,6 +251,19 @@ def test_check_says_a_baseline_is_current_until_the_task_changes(tmp_path, capsy
     assert f"toy (mini): STALE (1 run(s) at commit {head(project)[:12]}, local sandbox); since then: " \
            "task_assets/toy/env/train.py" in out
     assert "measure it again: pytest-mlab baseline toy --data mini --runs 3 --sandbox local --write" in out
+
+
+def test_check_says_a_baseline_is_stale_once_the_agents_python_changed(tmp_path, capsys):
+    """A starter measured with another lock's packages (or pytest's own) may score differently now."""
+    project = git_project(tmp_path)
+    recorded_here(project, 0.5, agents_python="locked (requirements.lock 0123456789abcdef)")
+    assert main(["baseline", "--check", "--root", str(project)]) == 1
+    out = capsys.readouterr().out
+    assert ("since then: the agents' Python (locked (requirements.lock 0123456789abcdef) then, "
+            f"{describe()} now)") in out
+    recorded_here(project, 0.5, agents_python=None)
+    assert main(["baseline", "--check", "--root", str(project)]) == 1
+    assert "the agents' Python (not recorded then" in capsys.readouterr().out
 
 
 def test_check_ignores_what_cannot_move_the_baseline_agents_score(tmp_path, capsys):

@@ -16,15 +16,18 @@ from tests.imports import IMPORT_CALLS, PACKAGE, _called, _literal_module, impor
 
 # Each part and what it may import, bottom up: data flows spec -> plan -> sandbox + environment ->
 # agent -> trace -> grade -> result -> report, and no part reaches back up the chain.
-GROUND = {"errors", "outcomes", "lazy"}  # every part may import these; they import no other part
+GROUND = {"errors", "outcomes", "lazy", "cache_home"}  # every part may import these; they import no other part
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "outcomes": set(),
     "lazy": set(),
+    "cache_home": set(),
     "in_sandbox": set(),
+    # the agents' own Python (task_runtime/): which one, and building the locked one
+    "task_runtime": {"errors"},
     "spec": {"errors", "outcomes"},
     "trace": {"errors", "outcomes", "spec"},
-    "sandbox": {"errors", "outcomes", "spec"},
+    "sandbox": {"errors", "outcomes", "spec", "task_runtime"},
     "task_code": {"errors", "spec", "sandbox"},
     "data": {"errors", "spec", "task_code", "sandbox", "trace"},  # trace: the data files' digests (data_digests.py)
     "llm": {"errors", "outcomes", "spec", "trace"},
@@ -33,15 +36,15 @@ ALLOWED: dict[str, set[str]] = {
     "agents": {"errors", "outcomes", "spec", "trace", "llm", "env", "actions"},
     "grading": {"errors", "outcomes", "spec", "trace", "sandbox", "task_code", "data", "in_sandbox"},
     "task_api": {"errors", "data", "grading"},  # what task code imports; nothing of ours imports it
-    "results": {"errors", "outcomes", "spec", "trace"},
+    "results": {"errors", "outcomes", "spec", "trace", "task_runtime"},  # task_runtime: named in results.json
     # Ray placement (--mlab-ray): it runs what the runner hands it, so it imports no runner
     "cluster": {"errors", "outcomes", "spec", "trace", "sandbox", "results"},
     "runner": {"errors", "outcomes", "spec", "trace", "sandbox", "task_code", "data", "llm", "env", "actions",
                "agents", "grading", "results", "cluster"},
     "cli": {"errors", "outcomes", "spec", "trace", "sandbox", "task_code", "data", "llm", "env", "actions",
-            "agents", "grading", "results", "runner", "cluster"},
+            "agents", "grading", "results", "runner", "cluster", "task_runtime"},
     "plugin": {"errors", "outcomes", "spec", "trace", "sandbox", "task_code", "data", "llm", "env", "actions",
-               "agents", "grading", "results", "runner", "cluster"},
+               "agents", "grading", "results", "runner", "cluster", "task_runtime"},
 }
 PYTEST_GLUE = {"plugin"}
 #: Parts whose code runs inside a run's sandbox, where pytest_mlab is not importable: they import

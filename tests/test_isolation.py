@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_mlab.data.location import default_cache_dir
+from pytest_mlab.cache_home import default_cache_dir
 from pytest_mlab.plugin.state import SETTINGS
 from pytest_mlab.sandbox.host_locks import locks_root
 from tests.helpers import REPO

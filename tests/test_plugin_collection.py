@@ -749,7 +749,7 @@ NOT_FOR_PLAIN_TESTS = ("pytest_mlab.llm", "pytest_mlab.sandbox.leftovers", "pyte
 #: checks, the plugin's hook specs and stash keys, and the few small modules under them.
 PLAIN_TEST_MODULES = {"pytest_mlab", "pytest_mlab.plugin", "pytest_mlab.plugin.options", "pytest_mlab.plugin.hookspecs",
                       "pytest_mlab.plugin.state", "pytest_mlab.errors", "pytest_mlab.lazy", "pytest_mlab.data",
-                      "pytest_mlab.data.location", "pytest_mlab.sandbox", "pytest_mlab.sandbox.registry",
+                      "pytest_mlab.cache_home", "pytest_mlab.sandbox", "pytest_mlab.sandbox.registry",
                       "pytest_mlab.spec", "pytest_mlab.spec.suffixes"}
 
 

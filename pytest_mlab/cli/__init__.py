@@ -14,6 +14,9 @@ machine: their temp folders (workspaces, homes, grading copies), their cgroups (
 runs in them) and their docker containers; with ``--hosts``, the containers and data volumes they
 left on each named docker host. What belongs to a process that is still running is kept.
 
+``pytest-mlab runtime build|path|lock`` builds, shows or re-locks the agents' Python environment
+(the task runtime: the packages agents' scripts can import, apart from the harness's).
+
 ``pytest-mlab image tarball|import`` makes the runtime image remote docker hosts run from this
 machine's Python, and imports it on hosts that reach no registry.
 """
@@ -26,7 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_mlab import __version__
-from pytest_mlab.data import default_cache_dir, prepare_verbosely
+from pytest_mlab.cache_home import default_cache_dir
+from pytest_mlab.data import prepare_verbosely
 from pytest_mlab.errors import MlabError
 
 if TYPE_CHECKING:
@@ -54,10 +58,12 @@ def main(argv: list[str] | None = None) -> int:
     from pytest_mlab.cli.baseline import add_command as add_baseline
     from pytest_mlab.cli.image import add_command as add_image
     from pytest_mlab.cli.results import add_commands
+    from pytest_mlab.cli.runtime import add_command as add_runtime
 
     add_commands(commands)
     add_baseline(commands)
     add_image(commands)
+    add_runtime(commands)
     args = parser.parse_args(argv)
     try:
         return args.run(args) if "run" in args else _prepare(args)

@@ -35,12 +35,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_mlab.data import default_cache_dir
+from pytest_mlab.cache_home import default_cache_dir
 from pytest_mlab.errors import MlabError
 from pytest_mlab.spec.baselines import Measurement, default_file, read_baselines, scored_differences, write_baselines
 
+#: What a measurement records of where it ran: the machine, and the Python the starter ran with.
+MACHINE_KEYS = ("hostname", "platform", "python", "cpus", "gpus", "agents_python")
 #: What must match for runs measured at two times to count as one sample (``--add``).
-SAME_MACHINE = ("hostname", "python", "cpus", "gpus")
+SAME_MACHINE = ("hostname", "python", "cpus", "gpus", "agents_python")
 
 
 @dataclass(frozen=True)
@@ -160,7 +162,8 @@ def check_current(root: Path, names: list[str]) -> int:
         assets = project.task_from_file(spec).assets
         for variant, recorded in sorted(read_baselines(file, name, shown).items()):
             where = f"{len(recorded.scores)} run(s) at commit {recorded.commit[:12] or '?'}, {recorded.sandbox} sandbox"
-            changed = _changed_since(root, recorded.commit, spec, assets)
+            changed = ", ".join(filter(None, (_changed_since(root, recorded.commit, spec, assets),
+                                              _other_agents_python(recorded.machine)))) or None
             if changed is None:
                 print(f"{name} ({variant}): current ({where})")
                 continue
@@ -169,6 +172,17 @@ def check_current(root: Path, names: list[str]) -> int:
                   f"  measure it again: pytest-mlab baseline {name} --data {variant} --runs "
                   f"{max(3, len(recorded.scores))} --sandbox {recorded.sandbox or 'local'} --write")
     return 1 if stale else 0
+
+
+def _other_agents_python(machine: dict) -> str | None:
+    """Why the Python the starter ran with differs from the one agents' scripts run with now (a
+    changed lock can move the starter's score), or None when it is the same."""
+    from pytest_mlab.task_runtime.choice import describe
+
+    then, now = machine.get("agents_python"), describe()
+    if then == now:
+        return None
+    return f"the agents' Python ({then or 'not recorded'} then, {now} now)"
 
 
 def _changed_since(root: Path, commit: str, spec: Path, assets: Path) -> str | None:
@@ -292,7 +306,7 @@ def measure(root: Path, name: str, variant: str, runs: int, sandbox: str, cache:
                             f"({result.end_reason}: {result.message}); fix the starter before recording a baseline")
         scores.append(float(result.score))
     where = describe_environment(root)
-    machine = {key: where[key] for key in ("hostname", "platform", "python", "cpus", "gpus")}
+    machine = {key: where[key] for key in MACHINE_KEYS}
     measurement = Measurement(tuple(scores), sandbox, time.strftime("%Y-%m-%dT%H:%M:%S%z"), where["commit"], machine)
     return Measured(task.name, variant, measurement, path)
 

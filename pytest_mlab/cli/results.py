@@ -13,7 +13,7 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from pytest_mlab.data import default_cache_dir
+from pytest_mlab.cache_home import default_cache_dir
 from pytest_mlab.data.cache import PreparedData
 from pytest_mlab.errors import MlabError
 from pytest_mlab.results.record import RunResult

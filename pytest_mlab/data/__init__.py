@@ -10,7 +10,7 @@ from __future__ import annotations
 from pytest_mlab.lazy import lazy_attributes
 
 _HOMES = {
-    "PreparedData": "cache", "default_cache_dir": "location", "is_prepared": "cache", "prepare_data": "cache",
+    "PreparedData": "cache", "is_prepared": "cache", "prepare_data": "cache",
     "prepare_verbosely": "cache",
 }
 

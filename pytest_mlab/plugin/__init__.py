@@ -27,6 +27,7 @@ from pytest_mlab.spec.suffixes import SPEC_SUFFIXES
 
 PREPARED = pytest.StashKey[set]()
 SWEPT = pytest.StashKey[bool]()  # leftovers were removed before the first run: again at the end
+RUNTIME_READY = pytest.StashKey[bool]()  # the task runtime was checked (and built) before the first run
 _TASK_KIND = re.compile(r"^kind:\s*['\"]?Task['\"]?\s*(#.*)?$", re.MULTILINE)
 
 
@@ -195,6 +196,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     if run_items(session.items):
         _remove_leftovers(session.config)
+        _ready_runtime(session.config)
     if session.config.stash[SETTINGS].prepare and not hasattr(session.config, "workerinput"):
         tasks = [item.plan.task for item in run_items(session.items)]
         _prepare_selected(session.config, tasks)
@@ -228,9 +230,31 @@ def pytest_xdist_node_collection_finished(node, ids: list[str]) -> None:
         _remove_leftovers(config)
     except pytest.UsageError as exc:
         pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+    _ready_runtime(config)
     if config.stash[SETTINGS].prepare:
         files = dict.fromkeys(nodeid.split("::")[0] for nodeid in ids)
         _prepare_selected(config, [project_of(config).task_from_file(config.rootpath / name) for name in files])
+
+
+def _ready_runtime(config: pytest.Config) -> None:
+    """The locked task runtime (task_runtime/), built on the controller before the first run where
+    this machine has none yet, with uv's progress on the user's terminal; workers then find it.
+    Not for --collect-only, which runs nothing."""
+    if hasattr(config, "workerinput") or config.option.collectonly or config.stash.get(RUNTIME_READY, False):
+        return
+    config.stash[RUNTIME_READY] = True
+    from pytest_mlab.task_runtime.build import ensure_built, is_built, runtime_folder
+    from pytest_mlab.task_runtime.choice import LOCKED, selected
+
+    try:
+        if selected() != LOCKED or is_built(runtime_folder()):
+            return
+        reporter = config.pluginmanager.getplugin("terminalreporter")
+        capture = config.pluginmanager.getplugin("capturemanager")
+        with capture.global_and_fixture_disabled():
+            ensure_built(progress=lambda line: (reporter.write_line(f"task runtime: {line}"), reporter.flush()))
+    except MlabError as exc:
+        pytest.exit(f"task runtime: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 def _prepare_selected(config: pytest.Config, tasks: list) -> None:

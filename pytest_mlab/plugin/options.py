@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_mlab.data.location import default_cache_dir
+from pytest_mlab.cache_home import default_cache_dir
 from pytest_mlab.errors import UsageError
 from pytest_mlab.sandbox.registry import SANDBOX_KINDS
 
@@ -51,6 +51,9 @@ OPTIONS = (
                                                  "comma-separated: unix:///var/run/docker.sock, tcp://HOST:PORT, "
                                                  "ssh://USER@HOST; remote ones get the workspace by archive "
                                                  "(default: the environment's daemon, DOCKER_HOST)", None),
+    ("--mlab-runtime", "mlab_runtime", "the Python agents' scripts run with: locked (an environment built from the "
+                                       "project's lock on first use, without the harness's packages), host (pytest's "
+                                       "own) or the path of a Python interpreter of yours (default: locked)", None),
     ("--mlab-ray", "mlab_ray", "run each item on the node of this Ray cluster that Ray places it on, with the CPUs, "
                                "memory and GPUs its task declares: the head's HOST:PORT, or auto (a cluster started "
                                "on this machine); needs pip install -e \".[ray]\"", None),
@@ -134,6 +137,7 @@ def read_settings(config: pytest.Config) -> Settings:
     variant, source = values["mlab_data"]
     if not variant or not variant.replace("-", "").isalnum():
         raise UsageError(f"{source}={variant}: expected a data variant name such as mini or full")
+    _use_runtime(*values["mlab_runtime"])
     agents_text, agents_source = values["mlab_agent"]
     agents = tuple(name.strip() for name in (agents_text or "").split(",") if name.strip())
     if agents_text is not None and not agents:
@@ -148,6 +152,21 @@ def read_settings(config: pytest.Config) -> Settings:
         llm_cache=folder("mlab_llm_cache"),
         invocation_dir=Path(config.invocation_params.dir), ray=_ray_address(values),
     )
+
+
+def _use_runtime(text: str | None, source: str) -> None:
+    """--mlab-runtime, checked, for this process and what it starts (workers, sandboxes): through
+    the environment variable the task runtime reads (task_runtime/choice.py)."""
+    if text is None:
+        return
+    from pytest_mlab.errors import TaskRuntimeError
+    from pytest_mlab.task_runtime import choice
+
+    try:
+        os.environ[choice.VARIABLE] = choice.check_choice(text)
+    except TaskRuntimeError as exc:
+        raise UsageError(f"{source}: {exc}") from None
+    choice.task_python.cache_clear()
 
 
 def _ray_address(values: dict[str, tuple[str | None, str]]) -> str | None:

@@ -20,14 +20,26 @@ PROBE_TIMEOUT = 10.0  # seconds for each git or nvidia-smi call
 
 
 def describe_environment(project: Path | str | None = None) -> dict[str, Any]:
-    """Date, the project's commit (``unknown`` outside a git checkout), machine and GPUs."""
+    """Date, the project's commit (``unknown`` outside a git checkout), machine, GPUs, and the
+    Python agents' scripts ran with (the task runtime and its lock's digest)."""
     root = Path(project) if project else Path.cwd()
     commit = _output(["git", "-C", str(root), "rev-parse", "HEAD"])
     changed = _output(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"]) if commit else None
     return {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "commit": commit or UNKNOWN,
             "uncommitted_changes": bool(changed) if changed is not None else None,
             "hostname": platform.node() or UNKNOWN, "platform": platform.platform(),
-            "python": platform.python_version(), "cpus": os.cpu_count(), "gpus": _gpus()}
+            "python": platform.python_version(), "cpus": os.cpu_count(), "gpus": _gpus(),
+            "agents_python": _agents_python()}
+
+
+def _agents_python() -> str:
+    from pytest_mlab.errors import MlabError
+    from pytest_mlab.task_runtime.choice import describe
+
+    try:
+        return describe()
+    except (MlabError, OSError) as exc:
+        return f"unknown ({exc})"
 
 
 def _gpus() -> list[str]:

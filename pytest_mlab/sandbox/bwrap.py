@@ -4,9 +4,10 @@ File actions are every backend's (:mod:`.workspace`: the harness does them on th
 the one path-safety function). Only commands differ: ``exec`` wraps the argv in ``bwrap`` so the code
 sees
 
-- the system directories (/usr, /bin, /lib...), a few files of /etc and the Python installation
-  running pytest (its prefixes and user site-packages), all read-only, even where that
-  installation lives under /tmp (it is bound after the private /tmp is mounted);
+- the system directories (/usr, /bin, /lib...), a few files of /etc and the installation of the
+  task runtime's Python (:mod:`pytest_mlab.task_runtime`: its prefixes and site-packages, not
+  the harness's), all read-only, even where that installation lives under /tmp (it is bound after
+  the private /tmp is mounted);
 - its workspace, read-write, at the same absolute path as on the host, so tracebacks and
   ``os.getcwd()`` read as they do under the local backend;
 - every data file hard-linked from the data cache bound read-only over itself, so writing,
@@ -74,8 +75,10 @@ def _gpu_devices() -> list[str]:
     return sorted(glob.glob("/dev/nvidia*") + glob.glob("/dev/dri"))
 
 
-def bwrap_command(workspace: Path, *, network: bool, read_only: Iterable[str] = (), gpu: bool = False) -> list[str]:
-    """The ``bwrap`` arguments (without the program to run) for a sandbox over ``workspace``."""
+def bwrap_command(workspace: Path, *, network: bool, read_only: Iterable[str] = (), gpu: bool = False,
+                  python: str | None = None) -> list[str]:
+    """The ``bwrap`` arguments (without the program to run) for a sandbox over ``workspace``,
+    with ``python``'s installation bound (default: the task runtime's)."""
     executable = shutil.which("bwrap") or "bwrap"
     args = [executable, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     if network:
@@ -85,7 +88,7 @@ def bwrap_command(workspace: Path, *, network: bool, read_only: Iterable[str] = 
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     # mounts apply in order: what may live under /tmp (a venv, the workspace) comes after the tmpfs
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", HOME]
-    for path in python_dirs():
+    for path in python_dirs(python):
         args += ["--ro-bind", path, path]
     for device in _gpu_devices() if gpu else ():
         args += ["--dev-bind", device, device]
@@ -98,11 +101,13 @@ def bwrap_command(workspace: Path, *, network: bool, read_only: Iterable[str] = 
 @functools.lru_cache(maxsize=None)
 def unavailable_reason() -> str | None:
     """Why bwrap cannot run sandboxes here, or None when it can. Probes once per process by
-    running this very interpreter inside a real sandbox, as Execute Script will."""
+    running pytest's own interpreter inside a real sandbox (cheap, and it never builds the task
+    runtime, whose installation is bound the same way)."""
     if shutil.which("bwrap") is None:
         return f"bubblewrap is not installed (no 'bwrap' on PATH); {INSTALL_HINT}"
     with tempfile.TemporaryDirectory(prefix=owned_prefix("probe")) as workspace:
-        argv = [*bwrap_command(Path(workspace), network=False), sys.executable, "-c", "print('ok')"]
+        argv = [*bwrap_command(Path(workspace), network=False, python=sys.executable), sys.executable, "-c",
+                "print('ok')"]
         try:
             proc = subprocess.run(argv, capture_output=True, timeout=60, env=clean_environment())
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -124,7 +129,7 @@ def probe_failure(returncode: int, stderr: str) -> str:
     reason = f"bwrap is installed but the probe failed (exit code {returncode}: {quoted})"
     if any(line.startswith("bwrap: execvp") for line in lines):
         return (f"{reason}: the Python interpreter running pytest ({sys.executable}) is not found inside the "
-                f"sandbox (bound from its installation: {', '.join(python_dirs()) or 'nothing'}); run pytest with "
+                f"sandbox (bound from its installation: {', '.join(python_dirs(sys.executable)) or 'nothing'}); run pytest with "
                 f"a Python installed elsewhere, or {OTHER_SANDBOX}")
     if any(marker.lower() in line.lower() for line in lines for marker in _NAMESPACE_ERRORS):
         return (f"{reason}: unprivileged user namespaces seem to be disabled (e.g. sysctl "
@@ -132,7 +137,7 @@ def probe_failure(returncode: int, stderr: str) -> str:
     if any(line.startswith("bwrap:") for line in lines):
         return f"{reason}; {OTHER_SANDBOX}"
     return (f"{reason}: Python started inside the sandbox but failed; a part of its installation "
-            f"({', '.join(python_dirs())}) may be hidden there")
+            f"({', '.join(python_dirs(sys.executable))}) may be hidden there")
 
 
 class BwrapSandbox(LocalSandbox):

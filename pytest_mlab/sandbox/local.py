@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -43,6 +42,7 @@ from pytest_mlab.sandbox.process_tree import ProcessTree, kill_known, pipe_write
 from pytest_mlab.sandbox.standby import Standby
 from pytest_mlab.sandbox.threads import thread_environment
 from pytest_mlab.sandbox.workspace import HostWorkspace, OnHostWorkspace, remove_tree
+from pytest_mlab.task_runtime.choice import task_python
 
 _EOF_WAIT_S = 0.5  # how long killed writers get to release the pipes before we search /proc
 
@@ -65,7 +65,6 @@ class LocalSandbox(OnHostWorkspace, Sandbox):
     #: scans of every process on the machine per command. A backend whose commands run in a pid
     #: namespace of their own, which the kernel empties when its first process ends, says False.
     tracks_process_tree = True
-    python = sys.executable  # the harness's interpreter: the one with the task's packages
     #: Whether the kernel's count at reaping the command (``reap``) covers the CPU time of what
     #: it ran. True for a plain process tree. A backend that wraps commands must say so itself
     #: (subclasses default to False, see ``__init_subclass__``): bwrap's pid 1, which reaps the
@@ -106,6 +105,12 @@ class LocalSandbox(OnHostWorkspace, Sandbox):
             self._limits = Limits.for_sandbox(self.options)
             weakref.finalize(self, self._limits.close)
         return self._limits
+
+    @property
+    def python(self) -> str:
+        """The interpreter agents' scripts run with: the task runtime's (task_runtime/choice.py),
+        not the harness's, so an agent cannot import pytest-mlab, litellm or the docker SDK."""
+        return task_python()
 
     @property
     def home(self) -> Path:

@@ -20,7 +20,7 @@ COMPLETION = "Reflection: the script ran.\nAction: Final Answer"
 STEPS = 9
 ENVIRONMENT = {"date": "2024-05-01T12:00:00+0000", "commit": "0123abcd", "uncommitted_changes": False,
                "hostname": "lab-7", "platform": "Linux-6.1-x86_64", "python": "3.11.7", "cpus": 16,
-               "gpus": ["NVIDIA H100"]}
+               "gpus": ["NVIDIA H100"], "agents_python": "locked (requirements.lock 0123456789abcdef)"}
 
 
 def report(tmp_path: Path) -> tuple[Path, list]:

@@ -15,6 +15,9 @@ import pytest
 
 from pytest_mlab.results import html
 from pytest_mlab.results.environment import describe_environment
+from pytest_mlab.task_runtime import choice
+from pytest_mlab.task_runtime.build import lock_digest
+from pytest_mlab.task_runtime.choice import describe
 from pytest_mlab.results.html import write_report
 from tests.results.builders import run, saved_run
 from tests.results.support import COMPLETION, ENVIRONMENT, EVIL, PROMPT, STEPS, report
@@ -53,6 +56,14 @@ def test_without_a_recorded_environment_the_header_describes_this_machine(tmp_pa
     assert header["commit"] == "unknown" and header["uncommitted_changes"] is None  # not a git checkout
     assert header["cpus"] == os.cpu_count() and header["hostname"] == platform.node() and header["date"]
     assert header["llms"] == [] and isinstance(header["gpus"], list)
+    assert header["agents_python"] == describe()  # what agents' scripts ran with: the lock's digest by default
+
+
+def test_the_agents_python_names_the_runtime_chosen(tmp_path, monkeypatch):
+    monkeypatch.setenv(choice.VARIABLE, "host")
+    assert describe_environment(tmp_path)["agents_python"].startswith("host (")
+    monkeypatch.setenv(choice.VARIABLE, choice.LOCKED)
+    assert describe_environment(tmp_path)["agents_python"] == f"locked (requirements.lock {lock_digest()})"
 
 
 def test_the_commit_is_the_checkouts(tmp_path):

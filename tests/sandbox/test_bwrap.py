@@ -275,7 +275,7 @@ def test_sandbox_bwrap_without_bwrap_is_a_usage_error(pytester, toy_project, mla
 def test_the_python_installation_is_bound_after_the_private_tmp(monkeypatch, tmp_path):
     """Mounts apply in order: a runtime bound before the tmpfs /tmp would be hidden by it."""
     runtime = str(tmp_path / "venv")
-    monkeypatch.setattr(bwrap, "python_dirs", lambda: (runtime,))
+    monkeypatch.setattr(bwrap, "python_dirs", lambda python=None: (runtime,))
     args = bwrap.bwrap_command(tmp_path / "ws", network=False)
     tmpfs = args.index("--tmpfs")
     assert args[tmpfs + 1] == "/tmp"
@@ -284,7 +284,7 @@ def test_the_python_installation_is_bound_after_the_private_tmp(monkeypatch, tmp
 
 @needs_bwrap
 def test_a_hidden_interpreter_fails_the_probe_with_its_real_cause(monkeypatch):
-    monkeypatch.setattr(bwrap, "python_dirs", lambda: ())  # as if the installation were not bound
+    monkeypatch.setattr(bwrap, "python_dirs", lambda python=None: ())  # as if the installation were not bound
     bwrap.unavailable_reason.cache_clear()
     try:
         reason = bwrap.unavailable_reason()

@@ -26,6 +26,7 @@ from pytest_mlab.sandbox import (
 )
 from pytest_mlab.sandbox.capture import omission_marker
 from pytest_mlab.sandbox.threads import THREAD_VARIABLES
+from pytest_mlab.task_runtime.choice import task_python
 from tests.sandbox.processes import LINUX, alive
 
 needs_proc = pytest.mark.skipif(not LINUX, reason="process tracking through /proc is Linux-only")
@@ -56,7 +57,8 @@ def run(
 def test_is_a_sandbox_named_local(sb: LocalSandbox) -> None:
     assert isinstance(sb, Sandbox)
     assert sb.name == "local"
-    assert sb.python == sys.executable  # Execute Script must get the interpreter with the packages
+    # Execute Script gets the agents' own interpreter (the task runtime), not the harness's
+    assert sb.python == task_python() != sys.executable
     assert sb.workspace.is_dir()
     assert sb.workspace == sb.workspace.resolve()
     assert sb.workspace.name.startswith("mlab-ws-")

@@ -193,9 +193,10 @@ def test_the_imported_image_runs_python_and_the_shell_as_the_sandbox_user(tarbal
 
 @needs_docker
 @pytest.mark.slow
-def test_a_tarball_written_from_a_virtual_environment_holds_its_packages(tmp_path):
-    """How pytest-mlab itself is installed: the image's python3 sees the environment's packages,
-    and not the base interpreter's."""
+def test_a_tarball_of_a_virtual_environment_holds_its_packages(tmp_path):
+    """The task runtime is a virtual environment (the locked one, or one named by --mlab-runtime):
+    the image's python3 sees the environment's packages, and not the base interpreter's nor the
+    harness's."""
     import subprocess
 
     from pytest_mlab.sandbox.docker.daemon import connect
@@ -208,23 +209,26 @@ def test_a_tarball_written_from_a_virtual_environment_holds_its_packages(tmp_pat
     (package / "__init__.py").write_text("WHERE = 'the venv'\n")
     out = tmp_path / "runtime.tar"
     repo = Path(__file__).resolve().parents[2]
-    subprocess.run([str(venv / "bin" / "python"), "-c",
+    subprocess.run([sys.executable, "-c",
                     f"import sys; sys.path.insert(0, {str(repo)!r}); from pathlib import Path; "
                     "from pytest_mlab.sandbox.docker.runtime_tarball import write_runtime_tarball; "
-                    f"write_runtime_tarball(Path({str(out)!r}), site_packages=True)"], check=True, timeout=600)
+                    f"write_runtime_tarball(Path({str(out)!r}), site_packages=True)"], check=True, timeout=600,
+                   env={**os.environ, "MLAB_TASK_RUNTIME": str(venv / "bin" / "python")})
     client = connect()
     tag = f"pytest-mlab/runtime-venv-test:{uuid.uuid4().hex[:12]}"
     try:
         import_runtime_image(client, out, tag)
         printed = client.containers.run(tag, ["python3", "-I", "-c", "import sys, only_in_the_venv as p; "
-                                              "print(p.WHERE, sys.prefix != sys.base_prefix)"],
+                                              "import importlib.util as u; "
+                                              "print(p.WHERE, sys.prefix != sys.base_prefix, "
+                                              "u.find_spec('pytest_mlab') is None)"],
                                         user=str(SANDBOX_UID), network_mode="none", remove=True)
     finally:
         try:
             client.images.remove(tag, force=True)
         except Exception:
             pass
-    assert printed == b"the venv True\n"
+    assert printed == b"the venv True True\n"
     with tarfile.open(out) as tar:
         names = tar.getnames()
     base_packages = os.path.relpath(os.path.join(sysconfig.get_paths(vars={"base": sys.base_prefix})["purelib"]), "/")

@@ -159,8 +159,10 @@ def venv_under_tmp(tmp_path: Path) -> Path:
 
 
 def probe_from(venv: Path, kind: str) -> dict:
+    """pytest-mlab run from the venv, with the venv as the agents' Python too (--mlab-runtime)."""
     completed = subprocess.run([str(venv / "bin" / "python"), "-c", AUTO_PROBE, kind], capture_output=True, text=True,
-                               timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+                               timeout=300, env={**os.environ, "PYTHONPATH": str(REPO),
+                                                 "MLAB_TASK_RUNTIME": str(venv / "bin" / "python")})
     assert completed.returncode == 0, completed.stderr
     report = json.loads(completed.stdout.splitlines()[-1])
     assert report["python"] == str(venv)

@@ -2,9 +2,9 @@
 
 No image registry is needed by default: the default image is an empty root filesystem imported
 locally (``docker import`` of an empty tar, through the SDK), and each container bind-mounts the
-host's system directories, a short allow-list of /etc files and the Python installation running
-pytest, all read-only. The container then runs the same interpreter and packages as the host,
-with its own namespaces, limits and user. A task's ``sandbox: {image: ...}`` is used as it is and
+host's system directories, a short allow-list of /etc files and the task runtime's Python
+installation (pytest_mlab/task_runtime), all read-only. The container then runs the same
+interpreter and packages as the local and bwrap sandboxes, with its own namespaces, limits and user. A task's ``sandbox: {image: ...}`` is used as it is and
 must already be on the machine; a task's ``sandbox: {dockerfile: ...}`` is built here, once per
 content. An image built ``FROM pytest-mlab/host-runtime:1`` inherits its label and keeps the host
 runtime mounts, so a task can add files or tools offline. A build that fails leaves neither an
@@ -18,7 +18,6 @@ import io
 import os
 import re
 import shutil
-import sys
 import tarfile
 from pathlib import Path
 from typing import Any, Iterable
@@ -202,5 +201,7 @@ def host_init() -> list[str]:
 
 
 def host_python() -> str:
-    """The interpreter Execute Script uses in the default image: the host's own, mounted as is."""
-    return sys.executable
+    """The interpreter Execute Script uses in the default image: the task runtime's, mounted as is."""
+    from pytest_mlab.task_runtime.choice import task_python
+
+    return task_python()

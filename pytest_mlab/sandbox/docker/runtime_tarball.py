@@ -15,9 +15,10 @@ Left out of the standard library, as no sandboxed script needs them: every packa
 ``idlelib``, ``tkinter`` with its ``_tkinter`` extension (which would pull in Tcl/Tk and X11),
 ``turtledemo``, and the static ``libpython*.a`` in the ``config-*`` folder (only for linking an
 embedded interpreter). ``site-packages`` is left out unless asked for: a stdlib-only image is
-about 100 MB, one with this machine's packages as large as they are. Run from a virtual
-environment, the packages are the environment's, and the image's python3 is made that
-environment (:func:`venv_files`).
+about 100 MB, one with the packages as large as they are. The interpreter and packages are the
+task runtime's (pytest_mlab/task_runtime: the locked one by default, or what --mlab-runtime /
+$MLAB_TASK_RUNTIME names), never the harness's; where it is a virtual environment, the image's
+python3 is made that environment (:func:`venv_files`).
 """
 
 from __future__ import annotations
@@ -26,9 +27,6 @@ import gzip
 import io
 import json
 import os
-import site
-import sys
-import sysconfig
 import tarfile
 import tempfile
 from dataclasses import dataclass
@@ -74,27 +72,41 @@ class TarballSummary:
                 f"{self.size / 1e6:.1f} MB on disk{missing}")
 
 
+def runtime_python() -> str:
+    """The interpreter the image is made of: the task runtime's (pytest_mlab/task_runtime), the
+    one agents' scripts run with in every other sandbox, so remote hosts give agents the same packages."""
+    from pytest_mlab.task_runtime.choice import task_python
+
+    return task_python()
+
+
+def _installation() -> dict:
+    from pytest_mlab.sandbox.host_runtime import describe
+
+    return describe(runtime_python())
+
+
 def interpreter() -> str:
-    """The running interpreter's real file."""
-    return os.path.realpath(sys.executable)
+    """The task runtime interpreter's real file."""
+    return os.path.realpath(runtime_python())
 
 
 def stdlib_dirs() -> list[str]:
-    paths = sysconfig.get_paths()
+    paths = _installation()["paths"]
     return sorted({os.path.realpath(paths[name]) for name in ("stdlib", "platstdlib")})
 
 
 def site_packages_dirs() -> list[str]:
-    """The package folders of the installation that runs this command: a virtual environment's
-    own where it runs in one (how pytest-mlab itself is usually installed), else the interpreter's
-    (the user's own site-packages are not part of either)."""
-    paths = sysconfig.get_paths()
-    candidates = {paths["purelib"], paths["platlib"], *site.getsitepackages()}
+    """The task runtime's package folders: a virtual environment's own where it is one (the locked
+    runtime is), else the interpreter's (a user's own site-packages are not part of either)."""
+    found = _installation()
+    candidates = {found["paths"]["purelib"], found["paths"]["platlib"], *found["site"]}
     return sorted({os.path.realpath(path) for path in candidates if os.path.isdir(path)})
 
 
 def in_virtual_environment() -> bool:
-    return sys.prefix != sys.base_prefix
+    found = _installation()
+    return found["prefix"] != found["base_prefix"]
 
 
 def venv_files(packages: list[str]) -> tuple[dict[str, bytes], dict[str, str]]:
@@ -102,16 +114,18 @@ def venv_files(packages: list[str]) -> tuple[dict[str, bytes], dict[str, str]]:
     ``packages``, as this one is: a ``pyvenv.cfg`` beside its folder, so that Python takes
     ``/usr/local`` for its prefix and the real interpreter's folder for its home, and its
     site-packages there a link to the packages' own folder. (files, links), by image path."""
-    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    major, minor, micro = _installation()["version"]
+    version = f"{major}.{minor}"
     config = (f"home = {os.path.dirname(interpreter())}\ninclude-system-site-packages = false\n"
-              f"version = {sys.version_info.major}.{sys.version_info.minor}.{sys.version_info.micro}\n")
+              f"version = {major}.{minor}.{micro}\n")
     links = {f"/usr/local/lib/python{version}/site-packages": packages[0]} if packages else {}
     return {"/usr/local/pyvenv.cfg": config.encode()}, links
 
 
 def libpython_files() -> list[str]:
     """The shared libpython (the interpreter may also load it through ldd; listed in case it does not)."""
-    folder = sysconfig.get_config_var("LIBDIR") or os.path.join(sys.base_prefix, "lib")
+    found = _installation()
+    folder = found["libdir"] or os.path.join(found["base_prefix"], "lib")
     return sorted(str(path) for path in Path(folder).glob("libpython*.so*"))
 
 
@@ -142,7 +156,7 @@ def runtime_layout(*, site_packages: bool) -> Layout:
     layout = Layout()
     python = interpreter()
     binaries = [python, *libpython_files()]
-    layout.add_host_path(sys.executable)
+    layout.add_host_path(runtime_python())
     for library in libpython_files():
         layout.add_host_path(library)
     for folder in stdlib_dirs():  # site-packages come apart: a virtual environment's are not the interpreter's

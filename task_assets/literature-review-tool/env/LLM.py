@@ -38,7 +38,12 @@ def _scripted(prompt: str, script: str) -> str:
 
 def _litellm(prompt: str, max_tokens: int, **kwargs) -> str:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
+    try:
+        import litellm
+    except ImportError:
+        raise RuntimeError("no language model can be called from here (litellm is not installed, and there is no "
+                           "network or API key); set MLAB_TOOL_LLM_SCRIPT to a YAML file of scripted answers to try "
+                           "your tool, as the grader does") from None
 
     response = litellm.completion(model=os.environ.get("MLAB_TOOL_LLM_MODEL", DEFAULT_MODEL),
                                   messages=[{"role": "user", "content": prompt}], max_tokens=max_tokens, **kwargs)

@@ -1,5 +1,6 @@
-"""Where prepared data lives by default; its own module so that showing an option's default loads
-nothing else."""
+"""The cache folder pytest-mlab keeps prepared data (and, under it, the agents' runtimes) in by
+default; its own module at the bottom of the package, so that showing an option's default loads
+nothing else and every part may ask it."""
 
 from __future__ import annotations
 
