@@ -28,8 +28,11 @@ from pytest_mlab.task_runtime import choice
 from pytest_mlab.task_runtime.build import HOME_VARIABLE, ensure_built, is_built, runtime_folder
 
 SCRATCH_VARIABLE = "PYTEST_MLAB_TESTS_SCRATCH"
-#: The tests' own task runtimes: never the folder a user's runs build theirs in.
-TESTS_RUNTIME_HOME = default_cache_dir().parent / "pytest-mlab-tests" / "task-runtime"
+#: The tests' own task runtimes: never the folder a user's runs build theirs in. CI, where no user
+#: runs anything, names one folder for both (.ci/run), so the runtime is built once there.
+TESTS_RUNTIME_VARIABLE = "PYTEST_MLAB_TESTS_RUNTIME_HOME"
+TESTS_RUNTIME_HOME = Path(os.environ.get(TESTS_RUNTIME_VARIABLE)
+                          or default_cache_dir().parent / "pytest-mlab-tests" / "task-runtime")
 
 
 _made_here: list[Path] = []  # the scratch folder this process made, and so removes at its end

@@ -220,9 +220,11 @@ def pip_find_links() -> list[str]:
     """The find-links locations pip would use here, from its environment variable and its
     configuration files (``pip config list``), in pip's order."""
     found = os.environ.get("PIP_FIND_LINKS", "").split()
+    # PIP_QUIET (CI sets it) would make `pip config list` print nothing
+    environment = {name: value for name, value in os.environ.items() if name not in ("PIP_QUIET", "PIP_VERBOSE")}
     try:
         listed = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
-                                timeout=60).stdout
+                                timeout=60, env=environment).stdout
     except (OSError, subprocess.TimeoutExpired):
         listed = ""
     for key, value in re.findall(r"^([^=\s]+)='(.*)'$", listed, flags=re.MULTILINE):

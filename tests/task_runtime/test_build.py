@@ -106,6 +106,7 @@ def test_pip_find_links_come_from_pips_environment_and_configuration(tmp_path, m
     config.write_text(f"[global]\nfind-links = {tmp_path / 'a'} {tmp_path / 'b'}\n")
     monkeypatch.setenv("PIP_CONFIG_FILE", str(config))
     monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "env"))
+    monkeypatch.setenv("PIP_QUIET", "1")  # as CI sets it: pip then prints nothing unless told otherwise
     links = build.pip_find_links()
     assert links[0] == str(tmp_path / "env")
     assert str(tmp_path / "a") in links and str(tmp_path / "b") in links
