@@ -93,3 +93,7 @@ class UnsignedRecordWarning(UserWarning):
 
 class TaskRuntimeError(MlabError):
     """The agents' Python environment (the task runtime) cannot be built or used."""
+
+
+class OriginalLogError(MlabError):
+    """A log folder of the original MLAgentBench cannot be imported; the message names the file."""

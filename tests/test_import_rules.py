@@ -39,10 +39,12 @@ ALLOWED: dict[str, set[str]] = {
     "results": {"errors", "outcomes", "spec", "trace", "task_runtime"},  # task_runtime: named in results.json
     # Ray placement (--mlab-ray): it runs what the runner hands it, so it imports no runner
     "cluster": {"errors", "outcomes", "spec", "trace", "sandbox", "results"},
+    # runs of the original imported: read, written as our run folders, graded, given result rows
+    "original_logs": {"errors", "outcomes", "spec", "trace", "sandbox", "task_code", "data", "grading", "results"},
     "runner": {"errors", "outcomes", "spec", "trace", "sandbox", "task_code", "data", "llm", "env", "actions",
                "agents", "grading", "results", "cluster"},
     "cli": {"errors", "outcomes", "spec", "trace", "sandbox", "task_code", "data", "llm", "env", "actions",
-            "agents", "grading", "results", "runner", "cluster", "task_runtime"},
+            "agents", "grading", "results", "runner", "cluster", "task_runtime", "original_logs"},
     "plugin": {"errors", "outcomes", "spec", "trace", "sandbox", "task_code", "data", "llm", "env", "actions",
                "agents", "grading", "results", "runner", "cluster", "task_runtime"},
 }

@@ -17,6 +17,9 @@ left on each named docker host. What belongs to a process that is still running 
 ``pytest-mlab runtime build|path|lock`` builds, shows or re-locks the agents' Python environment
 (the task runtime: the packages agents' scripts can import, apart from the harness's).
 
+``pytest-mlab import PATH... --out DIR`` imports runs of the original MLAgentBench from their log
+folders (cli/importing.py).
+
 ``pytest-mlab image tarball|import`` makes the runtime image remote docker hosts run from this
 machine's Python, and imports it on hosts that reach no registry.
 """
@@ -58,12 +61,14 @@ def main(argv: list[str] | None = None) -> int:
     from pytest_mlab.cli.baseline import add_command as add_baseline
     from pytest_mlab.cli.image import add_command as add_image
     from pytest_mlab.cli.results import add_commands
+    from pytest_mlab.cli.importing import add_command as add_import
     from pytest_mlab.cli.runtime import add_command as add_runtime
 
     add_commands(commands)
     add_baseline(commands)
     add_image(commands)
     add_runtime(commands)
+    add_import(commands)
     args = parser.parse_args(argv)
     try:
         return args.run(args) if "run" in args else _prepare(args)

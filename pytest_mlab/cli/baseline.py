@@ -118,8 +118,8 @@ def recorded_to_extend(root: Path, name: str, variant: str, sandbox: str) -> Mea
     MlabError saying why not otherwise."""
     from pytest_mlab.results.environment import describe_environment
 
-    project = _project(root)
-    spec = _spec_path(project, name)
+    project = project_at_root(root)
+    spec = task_spec_path(project, name)
     _relative, file = baselines_file(spec, name)
     if not file.is_file():
         raise MlabError(f"--add: task '{name}' has no baselines file yet ({os.path.relpath(file)}); "
@@ -148,11 +148,11 @@ def recorded_to_extend(root: Path, name: str, variant: str, sandbox: str) -> Mea
 def check_current(root: Path, names: list[str]) -> int:
     """Print whether each recorded variant of ``names`` (every task, when empty) was measured on the
     task as it is now; 1 when one was not (or that cannot be told), else 0."""
-    project = _project(root)
+    project = project_at_root(root)
     named = bool(names)
     stale = 0
     for name in names or project.tasks.names():
-        spec = _spec_path(project, name)
+        spec = task_spec_path(project, name)
         _relative, file = baselines_file(spec, name)
         shown = os.path.relpath(file, root)
         if not file.is_file():
@@ -264,13 +264,13 @@ def extended(earlier: Measurement, now: Measured) -> Measured:
     return Measured(now.task, now.variant, joined, now.path)
 
 
-def _project(root: Path):
+def project_at_root(root: Path):
     from pytest_mlab.spec.project import Project
 
     return Project(root, root / "specs" / "actions", root / "agents", root / "specs" / "tasks")
 
 
-def _spec_path(project, name: str) -> Path:
+def task_spec_path(project, name: str) -> Path:
     """The spec file of task ``name``; an error naming the tasks there when there is none."""
     return project.tasks.raw(name, wanted_by=("TASK", None, "")).path
 
@@ -284,8 +284,8 @@ def measure(root: Path, name: str, variant: str, runs: int, sandbox: str, cache:
     from pytest_mlab.sandbox.gpus import GpuPool
     from pytest_mlab.spec.plan import Settings, compile_plans
 
-    project = _project(root)
-    path = _spec_path(project, name)
+    project = project_at_root(root)
+    path = task_spec_path(project, name)
     task = project.task_from_file(path)
     if variant not in task.data:
         raise MlabError(f"task '{name}' has no '{variant}' data variant; it has: {', '.join(task.data)}")

@@ -31,6 +31,10 @@ LOG_ERRORS = {
         "MKL threading error",
     "OpenBLAS blas_thread_init:": "OpenBLAS threading error",
 }
+#: What an imported run's row says when its logs show what plot.py's connection_error looks for
+#: (``MLAgentBench/plot.py:82-86``): dropped, except in the experiments that keep errored runs.
+#: Our own runs say the same with the ``provider error`` end.
+CONNECTION_ERROR = "connection error"
 _MARKERS = tuple((marker, marker.encode("utf-8")) for marker in LOG_ERRORS)
 _LOGGED = (b'"type": "step"', b'"type": "ended"')  # the trace's records that hold what main_log and log held
 
@@ -76,6 +80,8 @@ def paper_count(run: "RunResult") -> PaperCount:
     if found:
         return PaperCount(False, False, f"dropped: {found[0]} in its logs")
     if str(run.end_reason) not in ERRORED_ENDS:
+        if CONNECTION_ERROR in (run.log_errors or ()) and not keeps_errored_runs(run.agent, run.llm):
+            return PaperCount(False, False, "dropped: a connection error in its logs")
         return PaperCount(True, bool(run.success))
     if not run.steps:  # the original writes trace.json after a step, and evaluates only runs that have one
         return PaperCount(False, False, f"dropped: {run.end_reason} before its first step")

@@ -112,6 +112,10 @@ class RunResult(RunIdentity):
     baseline_pinned: bool = False  # see JudgedBy; rows written before it existed: read from their message
     # messages the original's plot.py drops a run for, found in the run's steps (results/paper.py)
     log_errors: list[str] = field(default_factory=list)
+    # a run of the original MLAgentBench, imported from its log folder (original_logs/): where it came
+    # from, and whether its score is our grader's or the one the original recorded
+    imported_from: str | None = None
+    score_source: str | None = None
 
     def __post_init__(self) -> None:
         # plain strings, never the enums: results travel between xdist processes as builtins

@@ -6,7 +6,7 @@ import pytest
 
 from pytest_mlab.outcomes import EndReason
 from pytest_mlab.results.aggregate import summarize
-from pytest_mlab.results.paper import PaperCount, is_gpt4, log_errors, paper_count
+from pytest_mlab.results.paper import CONNECTION_ERROR, PaperCount, is_gpt4, log_errors, paper_count
 from pytest_mlab.results.record import JudgedBy, RunIdentity, RunResult
 from pytest_mlab.trace import TraceWriter
 from tests.results.builders import run
@@ -114,3 +114,13 @@ def test_an_agent_that_prints_the_out_of_memory_message_escapes_only_the_papers_
     numbers = summarize([cheat, honest])
     assert (numbers["paper_runs"], numbers["paper_success_rate"]) == (1, 1.0)
     assert numbers["success_rate"] == 0.5 and numbers["success_rate_excluding_infrastructure"] == 0.5
+
+
+def test_a_connection_error_in_an_imported_runs_logs_drops_it_except_where_errored_runs_count():
+    """plot.py's connection_error (``MLAgentBench/plot.py:82-86``): an imported run of the original
+    whose logs show one is dropped, unless its experiment keeps errored runs, where it counts with
+    its own grade (it exited cleanly, so eval.py graded it)."""
+    claude = ended("final answer", agent="research-no-retrieval", llm="claude-v1", log_errors=[CONNECTION_ERROR])
+    assert paper_count(claude) == PaperCount(False, False, "dropped: a connection error in its logs")
+    gpt4 = ended("final answer", agent="research-no-retrieval", llm="gpt-4", log_errors=[CONNECTION_ERROR])
+    assert paper_count(gpt4) == PaperCount(True, True)
