@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pytest_mlab.cache_home import default_cache_dir
 from pytest_mlab.errors import MlabError, UsageError
+from pytest_mlab.sandbox.owner import owned_prefix
 from pytest_mlab.sandbox.registry import SANDBOX_KINDS
 
 
@@ -71,7 +72,7 @@ def _import(args: argparse.Namespace) -> int:
                               sandbox=args.sandbox, agent=args.agent, llm=args.llm, task_map=_task_map(args.task_map),
                               recorded=recorded)
     problems: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="mlab-import-") as scratch:
+    with tempfile.TemporaryDirectory(prefix=owned_prefix("import")) as scratch:
         found = []
         for path in args.paths:
             try:
