@@ -16,12 +16,13 @@ from tests.imports import IMPORT_CALLS, PACKAGE, _called, _literal_module, impor
 
 # Each part and what it may import, bottom up: data flows spec -> plan -> sandbox + environment ->
 # agent -> trace -> grade -> result -> report, and no part reaches back up the chain.
-GROUND = {"errors", "outcomes", "lazy", "cache_home"}  # every part may import these; they import no other part
+GROUND = {"errors", "outcomes", "lazy", "cache_home", "turns"}  # every part may import these; they import no other part
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "outcomes": set(),
     "lazy": set(),
     "cache_home": set(),
+    "turns": set(),
     "in_sandbox": set(),
     # the agents' own Python (task_runtime/): which one, and building the locked one
     "task_runtime": {"errors"},

@@ -17,7 +17,6 @@ the task and the file: under the local backend an agent can write the cache (doc
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -31,6 +30,7 @@ from pytest_mlab.errors import DataCacheWarning, DataError
 from pytest_mlab.spec.models import TaskSpec
 from pytest_mlab.task_code import call_task_function
 from pytest_mlab.trace.snapshots.data_digests import digest_of
+from pytest_mlab.turns import exclusive_turn
 
 MANIFEST = "prepared.json"
 MANIFEST_FORMAT = 2  # every file, public and hidden, with its stat and digest
@@ -68,12 +68,8 @@ def prepare_data(task: TaskSpec, variant: str, cache_dir: Path, *, seed: int = 0
     entry.parent.mkdir(parents=True, exist_ok=True)
     fingerprint = _recipe_fingerprint(task, variant, seed)
     tell = notify or (lambda _what: None)
-    with open(entry.parent / f".{variant}.lock", "w") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            tell(f"waiting for {task.name} data ({variant})")
-            fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusive_turn(entry.parent / f".{variant}.lock",
+                        lambda: tell(f"waiting for {task.name} data ({variant})")):
         altered = _altered(entry, fingerprint)
         if altered is not None:
             if altered:

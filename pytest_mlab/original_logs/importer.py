@@ -94,7 +94,7 @@ def import_run(original: OriginalRun, task: TaskSpec, agent: str, llm: str | Non
     baseline = task.baseline.get(settings.variant)
     judged = JudgedBy(task.metric.name, task.metric.direction, "success", baseline, tuple(task.tags),
                       settings.variant in task.baseline_pinned)
-    reason, detail = end_reason(original, max_steps=task.limits.max_steps or 50)
+    reason, detail = end_reason(original, max_steps=task.limits.max_steps)
     trace_path = run_dir / "trace.jsonl"
     store = SnapshotStore(run_dir / "snapshots", fsync=False)
     with TraceWriter(trace_path) as trace:

@@ -162,14 +162,12 @@ def _calls(agent_log: Path) -> list[OriginalCall]:
     calls = []
     if not agent_log.is_dir():
         return calls
-    logs = sorted(agent_log.glob("step_*_log.log"), key=lambda path: int(re.sub(r"\D", "", path.name) or 0))
-    for path in logs:
-        number = re.fullmatch(r"step_(\d+)_log\.log", path.name)
-        if number is None:
-            continue
+    numbered = sorted((int(number[1]), path) for path in agent_log.glob("step_*_log.log")
+                      if (number := re.fullmatch(r"step_(\d+)_log\.log", path.name)))
+    for step, path in numbered:
         for match in _CALL.finditer(_text(path)):
             prompt = match["prompt"].removeprefix("\n\nHuman: ").removesuffix(" \n\nAssistant:")
-            calls.append(OriginalCall(int(number[1]), match["model"], prompt, match["completion"],
+            calls.append(OriginalCall(step, match["model"], prompt, match["completion"],
                                       int(match["max_tokens"]), int(match["prompt_tokens"]), int(match["sampled"])))
     return calls
 

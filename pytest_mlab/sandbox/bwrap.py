@@ -128,9 +128,10 @@ def probe_failure(returncode: int, stderr: str) -> str:
     quoted = " | ".join(lines[-3:]) or "no error message"
     reason = f"bwrap is installed but the probe failed (exit code {returncode}: {quoted})"
     if any(line.startswith("bwrap: execvp") for line in lines):
+        bound = ", ".join(python_dirs(sys.executable)) or "nothing"
         return (f"{reason}: the Python interpreter running pytest ({sys.executable}) is not found inside the "
-                f"sandbox (bound from its installation: {', '.join(python_dirs(sys.executable)) or 'nothing'}); run pytest with "
-                f"a Python installed elsewhere, or {OTHER_SANDBOX}")
+                f"sandbox (bound from its installation: {bound}); run pytest with a Python installed elsewhere, "
+                f"or {OTHER_SANDBOX}")
     if any(marker.lower() in line.lower() for line in lines for marker in _NAMESPACE_ERRORS):
         return (f"{reason}: unprivileged user namespaces seem to be disabled (e.g. sysctl "
                 "kernel.unprivileged_userns_clone=1, or an AppArmor profile for bwrap on Ubuntu 24.04)")

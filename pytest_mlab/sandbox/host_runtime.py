@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 from pytest_mlab.errors import TaskRuntimeError
+from pytest_mlab.task_runtime.choice import task_python
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # What programs need from /etc: the loader, users and groups, time zone, TLS roots, fonts,
@@ -37,12 +38,6 @@ def python_dirs(python: str | None = None) -> tuple[str, ...]:
     """What a sandbox mounts for ``python`` (default: the task runtime's interpreter) to run with
     its packages."""
     return installation_dirs(python or task_python())
-
-
-def task_python() -> str:
-    from pytest_mlab.task_runtime.choice import task_python as chosen
-
-    return chosen()
 
 
 @functools.lru_cache(maxsize=None)

@@ -10,7 +10,6 @@ turns on a file lock: one builds, the others wait and then use it.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -20,13 +19,13 @@ import subprocess
 import sys
 import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 from urllib.parse import urlparse
 
 from pytest_mlab.cache_home import default_cache_dir
 from pytest_mlab.errors import TaskRuntimeError
+from pytest_mlab.turns import exclusive_turn
 
 PACKAGE = Path(__file__).resolve().parent
 REQUIREMENTS = PACKAGE / "requirements.in"
@@ -100,7 +99,8 @@ def ensure_built(*, home: Path | None = None, lock: Path = LOCK, progress: Progr
         return interpreter_of(folder)
     say = progress or _to_stderr
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with _turn(folder.parent / f".{folder.name}.lock", say):
+    waiting = f"waiting for another process that is building the task runtime ({folder.parent})"
+    with exclusive_turn(folder.parent / f".{folder.name}.lock", lambda: say(waiting)):
         if not is_built(folder):  # another process may have built it while this one waited
             _build(folder, lock, say)
     return interpreter_of(folder)
@@ -108,20 +108,6 @@ def ensure_built(*, home: Path | None = None, lock: Path = LOCK, progress: Progr
 
 def _to_stderr(line: str) -> None:
     print(f"pytest-mlab: {line}", file=sys.stderr, flush=True)
-
-
-@contextmanager
-def _turn(path: Path, say: Progress) -> Iterator[None]:
-    with open(path, "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            say(f"waiting for another process that is building the task runtime ({path.parent})")
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _build(folder: Path, lock: Path, say: Progress) -> None:
@@ -260,7 +246,7 @@ def remove_other_runtimes(home: Path | None = None, lock: Path = LOCK) -> list[P
     for folder in sorted(home.glob("py*-*")) if home.is_dir() else ():
         if folder == keep or not folder.is_dir():
             continue
-        with _turn(home / f".{folder.name}.lock", lambda line: None):
+        with exclusive_turn(home / f".{folder.name}.lock", lambda: None):
             shutil.rmtree(folder, ignore_errors=True)
         (home / f".{folder.name}.lock").unlink(missing_ok=True)
         removed.append(folder)

@@ -1,8 +1,9 @@
 """Which Python this process's sandboxes run agents' code with. Chosen by $MLAB_TASK_RUNTIME,
-which ``--mlab-runtime`` sets for the session and its workers: ``locked`` (the default: built from the lock, see :mod:`.build`), ``host`` (pytest's
-own interpreter and packages, the harness's included), or the path of a Python interpreter of the
-user's own (a virtual environment with a CUDA build of torch, say). What of its installation a sandbox
-mounts is :func:`pytest_mlab.sandbox.host_runtime.python_dirs`'s answer."""
+which ``--mlab-runtime`` sets for the session and its workers: ``locked`` (the default: built
+from the lock, see :mod:`.build`), ``host`` (pytest's own interpreter and packages, the
+harness's included), or the path of a Python interpreter of the user's own (a virtual
+environment with a CUDA build of torch, say). What of its installation a sandbox mounts is
+:func:`pytest_mlab.sandbox.host_runtime.python_dirs`'s answer."""
 
 from __future__ import annotations
 

@@ -4,10 +4,11 @@ No image registry is needed by default: the default image is an empty root files
 locally (``docker import`` of an empty tar, through the SDK), and each container bind-mounts the
 host's system directories, a short allow-list of /etc files and the task runtime's Python
 installation (pytest_mlab/task_runtime), all read-only. The container then runs the same
-interpreter and packages as the local and bwrap sandboxes, with its own namespaces, limits and user. A task's ``sandbox: {image: ...}`` is used as it is and
-must already be on the machine; a task's ``sandbox: {dockerfile: ...}`` is built here, once per
-content. An image built ``FROM pytest-mlab/host-runtime:1`` inherits its label and keeps the host
-runtime mounts, so a task can add files or tools offline. A build that fails leaves neither an
+interpreter and packages as the local and bwrap sandboxes, with its own namespaces, limits and
+user. A task's ``sandbox: {image: ...}`` is used as it is and must already be on the machine; a
+task's ``sandbox: {dockerfile: ...}`` is built here, once per content. An image built ``FROM
+pytest-mlab/host-runtime:1`` inherits its label and keeps the host runtime mounts, so a task can
+add files or tools offline. A build that fails leaves neither an
 intermediate container nor an image it committed.
 """
 

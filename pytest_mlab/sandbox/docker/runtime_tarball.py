@@ -37,6 +37,7 @@ from pytest_mlab.errors import SandboxError
 from pytest_mlab.sandbox.docker.conventions import HOME, SANDBOX_UID
 from pytest_mlab.sandbox.docker.image import RUNTIME_IMAGE
 from pytest_mlab.sandbox.docker.rootfs import Entry, Layout
+from pytest_mlab.task_runtime.choice import task_python
 
 #: Names left out of the standard library wherever they are (packages, modules, files).
 EXCLUDED_STDLIB = ("test", "idlelib", "tkinter", "turtledemo", "_tkinter*", "libpython*.a")
@@ -72,23 +73,17 @@ class TarballSummary:
                 f"{self.size / 1e6:.1f} MB on disk{missing}")
 
 
-def runtime_python() -> str:
-    """The interpreter the image is made of: the task runtime's (pytest_mlab/task_runtime), the
-    one agents' scripts run with in every other sandbox, so remote hosts give agents the same packages."""
-    from pytest_mlab.task_runtime.choice import task_python
-
-    return task_python()
-
-
 def _installation() -> dict:
+    """The task runtime's installation (the interpreter agents' scripts run with in every other
+    sandbox, so remote hosts give agents the same packages), as it reports it."""
     from pytest_mlab.sandbox.host_runtime import describe
 
-    return describe(runtime_python())
+    return describe(task_python())
 
 
 def interpreter() -> str:
     """The task runtime interpreter's real file."""
-    return os.path.realpath(runtime_python())
+    return os.path.realpath(task_python())
 
 
 def stdlib_dirs() -> list[str]:
@@ -156,7 +151,7 @@ def runtime_layout(*, site_packages: bool) -> Layout:
     layout = Layout()
     python = interpreter()
     binaries = [python, *libpython_files()]
-    layout.add_host_path(runtime_python())
+    layout.add_host_path(task_python())
     for library in libpython_files():
         layout.add_host_path(library)
     for folder in stdlib_dirs():  # site-packages come apart: a virtual environment's are not the interpreter's
