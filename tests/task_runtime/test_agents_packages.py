@@ -41,3 +41,28 @@ def test_agent_scripts_import_the_originals_packages_and_not_the_harness(kind, t
     assert answer["missing"] == list(HARNESS_ONLY), answer
     if kind != "local":  # the confined backends mount the task runtime only, not the harness's installation
         assert answer["harness_site"] is False, answer
+
+
+POISON = """
+import os, sysconfig
+target = os.path.join(sysconfig.get_paths()["purelib"], "sitecustomize.py")
+try:
+    with open(target, "w") as handle:
+        handle.write("raise SystemExit('poisoned')\\n")
+    print("written", target)
+except OSError as exc:
+    print("refused", type(exc).__name__)
+"""
+
+
+@pytest.mark.slow
+def test_an_agent_cannot_plant_code_in_the_runtime_that_later_scripts_and_grading_run(kind):
+    """The attack: a sitecustomize.py in the runtime's site-packages would run in every later script,
+    the measure step that grading runs included. The confined backends mount the runtime read-only."""
+    if kind == "local":
+        pytest.skip("the local backend confines nothing (docs/sandboxes.md)")
+    with open_sandbox(kind) as sandbox:
+        sandbox.write("poison.py", POISON.encode())
+        result = sandbox.exec([sandbox.python, "poison.py"], timeout=120, output_limit=10_000)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().startswith("refused"), result.stdout
